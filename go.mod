@@ -1,0 +1,13 @@
+module github.com/companionhq/companion
+
+go 1.26.8
+
+require (
+	github.com/go-chi/chi/v5 v5.5.0
+	github.com/google/uuid v1.6.0
+	github.com/tmaxmax/go-sse v0.11.0
+	go.opentelemetry.io/otel v1.47.0
+	go.opentelemetry.io/otel/trace v1.47.0
+)
+
+require github.com/cespare/xxhash/v2 v2.3.0 // indirect

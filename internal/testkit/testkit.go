@@ -1,0 +1,74 @@
+// Package testkit holds helpers shared by the project's tests.
+//
+// It registers the -update flag, so `go test ./... -update` works in every
+// package: a test binary that does not know a flag given to `go test ./...`
+// fails. Every package with tests imports testkit, if only for that.
+package testkit
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// update is registered once per test binary; flag state is how `go test`
+// hands options to tests, so this is the one package-level variable we keep.
+var update = flag.Bool("update", false, "rewrite golden files with the output the tests produce")
+
+// Updating reports whether the test run was asked to rewrite golden files.
+func Updating() bool { return *update }
+
+// Golden compares got with the file at path. With -update it rewrites the
+// file instead. A missing file fails the test with a hint to run -update.
+func Golden(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading golden file (run `go test ./... -update` to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output (run `go test ./... -update` and review the diff):\n%s", path, Diff(want, got))
+	}
+}
+
+// Diff returns a short line diff of want and got: the first lines that differ.
+func Diff(want, got []byte) string {
+	w := bytes.Split(want, []byte("\n"))
+	g := bytes.Split(got, []byte("\n"))
+	var out bytes.Buffer
+	shown := 0
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b []byte
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if bytes.Equal(a, b) {
+			continue
+		}
+		if i < len(w) {
+			out.WriteString("- " + string(a) + "\n")
+		}
+		if i < len(g) {
+			out.WriteString("+ " + string(b) + "\n")
+		}
+		if shown++; shown == 10 {
+			out.WriteString("...\n")
+			break
+		}
+	}
+	return out.String()
+}
