@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/companionhq/companion/internal/api"
+)
+
+// Personality is one of the agent's four voices.
+type Personality string
+
+// The personalities. Friend is the default.
+const (
+	Guru        Personality = api.PersonalityGuru
+	Wanderer    Personality = api.PersonalityWanderer
+	Friend      Personality = api.PersonalityFriend
+	Philosopher Personality = api.PersonalityPhilosopher
+)
+
+// Personalities lists the four in the order they are documented.
+func Personalities() []Personality { return []Personality{Guru, Wanderer, Friend, Philosopher} }
+
+// ParsePersonality validates a personality name. An empty name is Friend.
+func ParsePersonality(s string) (Personality, error) {
+	if s == "" {
+		return Friend, nil
+	}
+	for _, p := range Personalities() {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("personality %q is not one of guru, wanderer, friend, philosopher", s)
+}
+
+// shared is what every personality is told; the mode line comes first so a
+// model (and the fake model) knows the voice from the opening words.
+const shared = `You are Companion, a conversational companion. Answer the user's last message directly and keep the whole conversation in mind.
+When the user asks about the weather somewhere, call weatherTool with the place and answer from its result; if the tool fails, say so plainly and do not invent weather.
+Keep replies short: a few sentences.`
+
+// voices holds the instructions of each personality: the only place they
+// are written.
+var voices = map[Personality]string{
+	Guru: `You speak in guru mode: calm, unhurried, and wise. You answer in short, measured sentences, draw on simple images from nature,
+and end with one gentle piece of guidance the user can practise today.`,
+	Wanderer: `You speak in wanderer mode: a curious traveller who has seen many roads. You answer with a sense of place and movement,
+relate the question to somewhere you have been, and invite the user to explore one step further.`,
+	Friend: `You speak in friend mode: warm, casual, and encouraging, like a close friend over coffee. You answer plainly,
+show you care about how the user is doing, and keep the tone light.`,
+	Philosopher: `You speak in philosopher mode: reflective and precise. You answer by naming the question beneath the question,
+weigh one or two perspectives briefly, and close with a question that invites the user to think further.`,
+}
+
+// Instructions returns the full system instructions for p, followed by the
+// caller's own system messages, which add to the personality and never
+// replace it.
+func Instructions(p Personality, extra []string) string {
+	var b strings.Builder
+	b.WriteString(voices[p])
+	b.WriteString("\n\n")
+	b.WriteString(shared)
+	header := false
+	for _, e := range extra {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		if !header {
+			b.WriteString("\n\nAdditional instructions from the caller:")
+			header = true
+		}
+		b.WriteString("\n")
+		b.WriteString(e)
+	}
+	return b.String()
+}

@@ -1,0 +1,353 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// call is one tool call of a step, from its first delta to its result.
+type call struct {
+	// key is the id the model used for the call (maybe empty); id is the
+	// call's id in the API, made up when the model gave none.
+	key, id, name string
+	args          strings.Builder
+	parsed        json.RawMessage
+	argsErr       error
+	done          chan struct{} // closed when result or err is set
+	result        any
+	err           error
+}
+
+// step runs model call i and the tools it asks for. It reports whether the
+// model asked for tools, so that another step should follow.
+func (r *run) step(ctx context.Context, i int) (more bool, err error) {
+	a := r.a
+	stepType := api.StepInitial
+	if i > 0 {
+		stepType = api.StepToolResult
+	}
+	started := a.cfg.Now()
+	ctx, span := a.cfg.Tracer.Start(ctx, "step", trace.WithAttributes(stepAttrs(i, stepType)...))
+	defer span.End()
+	// Tools started during the step stop when it ends.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	if err := r.send(api.Event{Type: api.EventStepStart, Payload: api.StepStartPayload{StepIndex: i, StepType: stepType, MessageID: r.uiReply.ID}}); err != nil {
+		return false, err
+	}
+
+	req := model.Request{System: r.system, Messages: r.convo, Tools: a.specs, MaxOutputTokens: r.maxOut}
+	var (
+		text, reasoning strings.Builder
+		calls           []*call
+		byID            = map[string]*call{}
+		fin             *model.Finish
+	)
+	// Tools still running when the step fails must not outlive it.
+	defer func() {
+		if err != nil {
+			cancel()
+			for _, c := range calls {
+				if c.done != nil {
+					<-c.done
+				}
+			}
+		}
+	}()
+
+	mctx, mspan := startModelSpan(ctx, a.cfg.Tracer, a.cfg.Model, req)
+	mstart := a.cfg.Now()
+	var merr error
+	for part, perr := range a.cfg.Model.Stream(mctx, req) {
+		if perr != nil {
+			merr = perr
+			break
+		}
+		if err := r.handlePart(mctx, part, &text, &reasoning, &calls, byID, &fin); err != nil {
+			merr = err
+			break
+		}
+		if fin != nil {
+			break
+		}
+	}
+	if merr == nil && fin == nil {
+		merr = &model.Error{Kind: model.KindUpstream, Provider: a.cfg.Model.Provider(), Message: "the model's stream ended before it finished"}
+	}
+	if merr == nil && ctx.Err() != nil {
+		merr = ctx.Err()
+	}
+	endModelSpan(mspan, fin, merr)
+	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: fin, Err: merr})
+	if merr != nil {
+		if r.emitErr != nil {
+			return false, r.emitErr
+		}
+		return false, merr
+	}
+
+	// A provider may say "stop" while asking for tools; the calls decide.
+	reason := fin.Reason
+	if len(calls) > 0 {
+		reason = api.FinishToolCalls
+	}
+	st := api.Step{
+		StepType: stepType, Text: text.String(), ReasoningText: reasoning.String(),
+		Content: []api.ContentPart{}, Sources: []any{}, Files: []any{}, Reasoning: []any{},
+		ToolCalls: []api.ToolCall{}, StaticToolCalls: []api.ToolCall{}, DynamicToolCalls: []api.ToolCall{},
+		ToolResults: []api.ToolResult{}, StaticToolResults: []api.ToolResult{}, DynamicToolResults: []api.ToolResult{},
+		Warnings: []api.Warning{}, FinishReason: reason, Usage: fin.Usage,
+		Request:          api.RequestInfo{Body: model.Body(a.cfg.Model.ID(), req)},
+		ProviderMetadata: providerMetadata(a.cfg.Model.Provider(), fin.ProviderMetadata),
+		TraceID:          r.traceID,
+	}
+	if st.Text != "" {
+		st.Content = append(st.Content, api.ContentPart{Type: "text", Text: st.Text})
+	}
+	if st.ReasoningText != "" {
+		st.Reasoning = append(st.Reasoning, map[string]string{"type": "reasoning", "text": st.ReasoningText})
+	}
+
+	assistant := model.Message{Role: model.RoleAssistant, Content: st.Text}
+	for _, c := range calls {
+		assistant.ToolCalls = append(assistant.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: c.parsed})
+	}
+	added := []model.Message{assistant}
+	if st.Text != "" {
+		r.uiReply.Parts = append(r.uiReply.Parts, api.UIPart{Type: "text", Text: st.Text})
+	}
+
+	// Results are reported in call order, each as soon as it and the ones
+	// before it are done; the tools themselves run concurrently.
+	for _, c := range calls {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		tc := api.ToolCall{ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}
+		tr, msg := r.toolOutcome(c)
+		if c.err != nil {
+			message := fmt.Sprintf("%s failed: %s", c.name, c.err)
+			w := api.Warning{Type: "tool-error", Message: message, ToolCallID: c.id, ToolName: c.name}
+			st.Warnings = append(st.Warnings, w)
+			r.warnings = append(r.warnings, w)
+			if err := r.send(api.Event{Type: api.EventError, Payload: api.ToolErrorPayload{ToolCallID: c.id, ToolName: c.name},
+				Error: &api.StreamError{Message: message, Code: api.CodeToolError}}); err != nil {
+				return false, err
+			}
+		}
+		if err := r.send(api.Event{Type: api.EventToolResult, Payload: tr}); err != nil {
+			return false, err
+		}
+		st.ToolCalls = append(st.ToolCalls, tc)
+		st.StaticToolCalls = append(st.StaticToolCalls, tc)
+		st.ToolResults = append(st.ToolResults, tr)
+		st.StaticToolResults = append(st.StaticToolResults, tr)
+		r.calls = append(r.calls, tc)
+		r.results = append(r.results, tr)
+		added = append(added, msg)
+		part := api.UIPart{Type: "tool-" + c.name, ToolCallID: c.id, Input: c.parsed, State: "output-available", Output: tr.Result}
+		if c.err != nil {
+			part.State, part.Output, part.ErrorText = "output-error", nil, fmt.Sprintf("%s failed: %s", c.name, c.err)
+		}
+		r.uiReply.Parts = append(r.uiReply.Parts, part)
+	}
+
+	r.total = r.total.Add(fin.Usage)
+	st.TotalUsage = r.total
+	st.Response = api.Response{
+		ID: fin.ResponseID, Timestamp: timestamp(started), ModelID: a.cfg.Model.ID(),
+		Headers: map[string]string{}, ModelMetadata: map[string]any{},
+		Messages:   make([]api.ModelMessage, 0, len(added)),
+		UIMessages: []api.UIMessage{cloneUI(r.uiReply)},
+	}
+	if st.Response.ID == "" {
+		st.Response.ID = "resp-" + a.cfg.NewID()
+	}
+	for _, m := range added {
+		st.Response.Messages = append(st.Response.Messages, modelMessage(m))
+	}
+	r.steps = append(r.steps, st)
+	r.reply = append(r.reply, added...)
+	r.convo = append(r.convo, added...)
+	r.finish = reason
+	span.SetAttributes(stepEndAttrs(reason)...)
+
+	if err := r.send(api.Event{Type: api.EventStepFinish, Payload: api.StepFinishPayload{
+		StepIndex: i, StepType: stepType, FinishReason: reason, Usage: fin.Usage}}); err != nil {
+		return false, err
+	}
+	return len(calls) > 0, nil
+}
+
+// handlePart turns one model part into events and step state.
+func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *strings.Builder, calls *[]*call, byID map[string]*call, fin **model.Finish) error {
+	switch p.Kind {
+	case model.PartText:
+		if p.Text == "" {
+			return nil
+		}
+		text.WriteString(p.Text)
+		return r.send(api.Event{Type: api.EventText, Text: p.Text})
+	case model.PartReasoning:
+		reasoning.WriteString(p.Text)
+		return nil
+	case model.PartToolCallStart:
+		id := p.ToolCallID
+		if id == "" {
+			id = "call_" + r.a.cfg.NewID()
+		} else if _, dup := byID[id]; dup {
+			return r.protocolError("the model opened tool call %q twice", id)
+		}
+		// A model that gives no ids continues the call it opened last.
+		c := &call{key: p.ToolCallID, id: id, name: p.ToolName}
+		byID[p.ToolCallID] = c
+		*calls = append(*calls, c)
+		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingStart, Payload: api.ToolCallStreamingStartPayload{ToolCallID: id, ToolName: c.name}}); err != nil {
+			return err
+		}
+		if p.Text != "" {
+			return r.argsDelta(c, p.Text)
+		}
+		return nil
+	case model.PartToolCallDelta:
+		c, ok := byID[p.ToolCallID]
+		if !ok {
+			return r.protocolError("the model sent arguments for unknown tool call %q", p.ToolCallID)
+		}
+		return r.argsDelta(c, p.Text)
+	case model.PartToolCallEnd:
+		c, ok := byID[p.ToolCallID]
+		if !ok {
+			return r.protocolError("the model closed unknown tool call %q", p.ToolCallID)
+		}
+		if c.done != nil {
+			return r.protocolError("the model closed tool call %q twice", p.ToolCallID)
+		}
+		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingEnd, Payload: api.ToolCallStreamingEndPayload{ToolCallID: c.id}}); err != nil {
+			return err
+		}
+		c.parsed, c.argsErr = parseArgs(c.args.String())
+		if err := r.send(api.Event{Type: api.EventToolCall, Payload: api.ToolCall{
+			ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}}); err != nil {
+			return err
+		}
+		r.startTool(ctx, c)
+		return nil
+	case model.PartFinish:
+		if p.Finish == nil {
+			return r.protocolError("the model sent a finish without its reason")
+		}
+		// Calls the model never closed are complete when it finishes.
+		for _, c := range *calls {
+			if c.done == nil {
+				byID[c.key] = c
+				if err := r.handlePart(ctx, model.Part{Kind: model.PartToolCallEnd, ToolCallID: c.key}, text, reasoning, calls, byID, fin); err != nil {
+					return err
+				}
+			}
+		}
+		*fin = p.Finish
+		return nil
+	}
+	return nil
+}
+
+func (r *run) argsDelta(c *call, delta string) error {
+	if delta == "" {
+		return nil
+	}
+	c.args.WriteString(delta)
+	return r.send(api.Event{Type: api.EventToolCallDelta, Payload: api.ToolCallDeltaPayload{ArgsTextDelta: delta, ToolCallID: c.id, ToolName: c.name}})
+}
+
+func (r *run) protocolError(format string, args ...any) error {
+	return &model.Error{Kind: model.KindUpstream, Provider: r.a.cfg.Model.Provider(), Message: fmt.Sprintf(format, args...)}
+}
+
+// parseArgs checks that a call's arguments are a JSON object. Empty
+// arguments mean no arguments.
+func parseArgs(s string) (json.RawMessage, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return json.RawMessage(`{}`), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(s), &obj); err != nil || obj == nil {
+		return json.RawMessage(`{}`), errors.New("the model sent arguments that are not a JSON object")
+	}
+	return json.RawMessage(s), nil
+}
+
+// startTool runs c in its own goroutine; c.done closes when it is over.
+func (r *run) startTool(ctx context.Context, c *call) {
+	c.done = make(chan struct{})
+	a := r.a
+	t, ok := a.tools[c.name]
+	go func() {
+		defer close(c.done)
+		ctx, span := startToolSpan(ctx, a.cfg.Tracer, c)
+		started := a.cfg.Now()
+		defer func() {
+			if p := recover(); p != nil {
+				a.cfg.Logger.ErrorContext(ctx, "tool panicked", slog.String("tool", c.name), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+				c.result, c.err = nil, errors.New("the tool failed inside the service")
+			}
+			endToolSpan(span, c.err)
+			a.cfg.Observer.ToolCalled(ctx, ToolCallStats{RunInfo: r.info(), Tool: c.name, Duration: a.cfg.Now().Sub(started), Err: c.err})
+		}()
+		switch {
+		case !ok:
+			c.err = fmt.Errorf("no tool named %q is available", c.name)
+		case c.argsErr != nil:
+			c.err = c.argsErr
+		default:
+			c.result, c.err = t.Run(ctx, c.parsed)
+		}
+	}()
+}
+
+// toolOutcome is c's result as the API reports it and as the model sees it.
+func (r *run) toolOutcome(c *call) (api.ToolResult, model.Message) {
+	msg := model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name}
+	tr := api.ToolResult{ToolCallID: c.id, ToolName: c.name}
+	if c.err == nil {
+		b, err := json.Marshal(c.result)
+		if err != nil {
+			c.err = fmt.Errorf("its result could not be encoded: %w", err)
+		} else {
+			tr.Result = b
+			msg.Content = string(b)
+			return tr, msg
+		}
+	}
+	// The model is told the call failed, in the same shape the API reports.
+	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s failed: %s", c.name, c.err)})
+	tr.Result, tr.IsError = b, true
+	msg.Content, msg.IsError = string(b), true
+	return tr, msg
+}
+
+func providerMetadata(provider string, m map[string]any) map[string]any {
+	if m == nil {
+		m = map[string]any{}
+	}
+	return map[string]any{provider: m}
+}
+
+func cloneUI(m api.UIMessage) api.UIMessage {
+	m.Parts = append([]api.UIPart{}, m.Parts...)
+	return m
+}
