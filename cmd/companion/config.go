@@ -1,0 +1,117 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"github.com/companionhq/companion/internal/app"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errUsage is a command line that could not be parsed, and errHelp a
+// request for help; the flag package has already printed what to say.
+var (
+	errUsage = errors.New("usage")
+	errHelp  = errors.New("help")
+)
+
+func exitCode(err error) int {
+	switch err {
+	case errHelp:
+		return 0
+	case errUsage:
+		return 2
+	}
+	return 1
+}
+
+// setting is one configuration entry: a flag and its environment variable.
+type setting struct {
+	flag, env, usage string
+}
+
+// parseConfig reads flags over environment over defaults.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (app.Config, slog.Level, error) {
+	fs := flag.NewFlagSet("companion serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg app.Config
+	def := app.Defaults()
+	var logLevel slog.Level
+	var errs []error
+	str := func(p *string, s setting, def string) {
+		if v := getenv(s.env); v != "" {
+			def = v
+		}
+		fs.StringVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+	}
+	num := func(p *int, s setting, def int) {
+		if v := getenv(s.env); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("$%s: %q is not a whole number", s.env, v))
+			}
+			def = n
+		}
+		fs.IntVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+	}
+	dur := func(p *time.Duration, s setting, def time.Duration) {
+		if v := getenv(s.env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("$%s: %q is not a duration such as 10s or 1m30s", s.env, v))
+			}
+			def = d
+		}
+		fs.DurationVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+	}
+
+	str(&cfg.Addr, setting{"addr", "COMPANION_ADDR", "listen address"}, def.Addr)
+	str(&cfg.Model, setting{"model", "COMPANION_MODEL", `model to answer with: "fake"`}, "")
+	num(&cfg.MaxSteps, setting{"max-steps", "COMPANION_MAX_STEPS", "most model calls in one run"}, def.MaxSteps)
+	num(&cfg.MaxOutputTokens, setting{"max-output-tokens", "COMPANION_MAX_OUTPUT_TOKENS", "cap on tokens per model call, 0 for the model's own"}, 0)
+	var maxBody int
+	num(&maxBody, setting{"max-body-bytes", "COMPANION_MAX_BODY_BYTES", "largest request body accepted"}, int(def.MaxBodyBytes))
+	dur(&cfg.ShutdownGrace, setting{"shutdown-grace", "COMPANION_SHUTDOWN_GRACE", "how long in-flight runs may finish after SIGINT or SIGTERM"}, def.ShutdownGrace)
+	var level string
+	str(&level, setting{"log-level", "COMPANION_LOG_LEVEL", "debug, info, warn or error"}, "info")
+	str(&cfg.WeatherGeocodingURL, setting{"weather-geocoding-url", "COMPANION_WEATHER_GEOCODING_URL", "Open-Meteo geocoding API base URL"}, def.WeatherGeocodingURL)
+	str(&cfg.WeatherForecastURL, setting{"weather-forecast-url", "COMPANION_WEATHER_FORECAST_URL", "Open-Meteo forecast API base URL"}, def.WeatherForecastURL)
+	dur(&cfg.WeatherTimeout, setting{"weather-timeout", "COMPANION_WEATHER_TIMEOUT", "timeout of each Open-Meteo request"}, def.WeatherTimeout)
+	dur(&cfg.FakeFirstTokenDelay, setting{"fake-first-token-delay", "COMPANION_FAKE_FIRST_TOKEN_DELAY", "fake model: delay before its first token"}, 0)
+	dur(&cfg.FakeTokenDelay, setting{"fake-token-delay", "COMPANION_FAKE_TOKEN_DELAY", "fake model: delay before each later token"}, 0)
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return cfg, logLevel, errHelp
+		}
+		return cfg, logLevel, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "companion serve: unexpected argument %q\n", fs.Arg(0))
+		return cfg, logLevel, errUsage
+	}
+	cfg.MaxBodyBytes = int64(maxBody)
+	if err := logLevel.UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Errorf("log level %q is not one of debug, info, warn, error", level))
+	}
+	switch {
+	case cfg.MaxSteps < 1:
+		errs = append(errs, errors.New("max steps must be at least 1"))
+	case cfg.MaxOutputTokens < 0:
+		errs = append(errs, errors.New("max output tokens must not be negative"))
+	case cfg.MaxBodyBytes < 1024:
+		errs = append(errs, errors.New("max body bytes must be at least 1024"))
+	case cfg.ShutdownGrace < 0 || cfg.WeatherTimeout <= 0:
+		errs = append(errs, errors.New("shutdown grace must not be negative and the weather timeout must be positive"))
+	}
+	for _, u := range []string{cfg.WeatherGeocodingURL, cfg.WeatherForecastURL} {
+		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			errs = append(errs, fmt.Errorf("weather URL %q must start with http:// or https://", u))
+		}
+	}
+	return cfg, logLevel, errors.Join(errs...)
+}

@@ -1,0 +1,68 @@
+// Command companion runs the companion agent service.
+//
+//	companion serve     run the HTTP API (the default)
+//	companion version   print the version
+//
+// Configuration comes from flags and COMPANION_* environment variables; a
+// flag wins over its variable. `companion serve -h` lists them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if err != errUsage && err != errHelp {
+			fmt.Fprintln(os.Stderr, "companion:", err)
+		}
+		os.Exit(exitCode(err))
+	}
+}
+
+// run is the whole program; main only wires it to the process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		cfg, level, err := parseConfig(args, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, level, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "companion", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "companion: unknown command %q\n\n%s", cmd, usage)
+	return errUsage
+}
+
+const usage = `Usage: companion <command> [flags]
+
+Commands:
+  serve     run the HTTP API (default); see companion serve -h
+  version   print the version
+`
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

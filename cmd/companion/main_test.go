@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/internal/api/apitest"
+	_ "github.com/companionhq/companion/internal/testkit"
+)
+
+// started runs `companion serve` in-process with args and env, and returns
+// its base URL once it listens, and a channel with run's result.
+func started(t *testing.T, ctx context.Context, env map[string]string, args ...string) (string, <-chan error, *logLines) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	logs := &logLines{}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			logs.add(line)
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" {
+				addr <- l.Addr
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, io.Discard, pw)
+		pw.Close()
+		done <- err
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a, done, logs
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v\n%s", err, logs)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service did not start listening")
+	}
+	return "", nil, nil
+}
+
+// logLines keeps the service's log lines for failure messages.
+type logLines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *logLines) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.all = append(l.all, s)
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.all, "\n")
+}
+
+const streamBody = `{"threadId":"t","messages":[{"role":"user","content":"Tell me something nice."}]}`
+
+func TestServeAndHealth(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	url, done, _ := started(t, ctx, nil)
+	res, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("health: %d", res.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+// TestGracefulShutdown: a run in flight when the signal comes finishes
+// within the grace period; the service then exits cleanly.
+func TestGracefulShutdown(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	url, done, _ := started(t, ctx, map[string]string{"COMPANION_FAKE_TOKEN_DELAY": "5ms", "COMPANION_SHUTDOWN_GRACE": "10s"})
+	res, err := http.Post(url+"/api/agents/companionAgent/stream", "application/json", strings.NewReader(streamBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // SIGTERM
+	rest, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rest), `"type":"run-finish"`) || strings.Contains(string(rest), `"type":"error"`) {
+		t.Fatalf("the run did not finish normally:\n%s", rest)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	// New connections are refused once it stopped.
+	if _, err := http.Get(url + "/health"); err == nil {
+		t.Fatal("still serving after shutdown")
+	}
+}
+
+// TestShutdownGraceExpires: a run that outlasts the grace period is
+// cancelled and its stream ends with an error event and run-finish.
+func TestShutdownGraceExpires(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	url, done, _ := started(t, ctx, nil, "-fake-token-delay", "200ms", "-shutdown-grace", "100ms")
+	res, err := http.Post(url+"/api/agents/companionAgent/stream", "application/json", strings.NewReader(streamBody))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+	if _, err := rd.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	cancel()
+	all, _ := io.ReadAll(rd)
+	events, err := apitest.ReadSSE(strings.NewReader("data: {\"type\":\"start\",\"runId\":\"x\"}\n\n" + string(all)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(events)
+	if n < 2 || events[n-2].Type != "error" || events[n-2].Error.Code != "CANCELLED" || events[n-1].Type != "run-finish" {
+		t.Fatalf("stream did not end with CANCELLED and run-finish:\n%s", all)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("shutdown took %v", d)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		check   func(t *testing.T, c string)
+		wantErr string
+	}{
+		{name: "defaults", check: func(t *testing.T, c string) {
+			for _, want := range []string{"Addr:127.0.0.1:4111", "MaxSteps:5", "ShutdownGrace:10s", "WeatherGeocodingURL:https://geocoding-api.open-meteo.com", "WeatherTimeout:10s"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "env", env: map[string]string{"COMPANION_ADDR": "0.0.0.0:9000", "COMPANION_MAX_STEPS": "3", "COMPANION_WEATHER_TIMEOUT": "2s"}, check: func(t *testing.T, c string) {
+			for _, want := range []string{"Addr:0.0.0.0:9000", "MaxSteps:3", "WeatherTimeout:2s"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "flag beats env", args: []string{"-max-steps", "7"}, env: map[string]string{"COMPANION_MAX_STEPS": "3"}, check: func(t *testing.T, c string) {
+			if !strings.Contains(c, "MaxSteps:7") {
+				t.Errorf("config %s", c)
+			}
+		}},
+		{name: "bad env number", env: map[string]string{"COMPANION_MAX_STEPS": "many"}, wantErr: `$COMPANION_MAX_STEPS: "many" is not a whole number`},
+		{name: "bad env duration", env: map[string]string{"COMPANION_SHUTDOWN_GRACE": "soon"}, wantErr: `$COMPANION_SHUTDOWN_GRACE: "soon" is not a duration`},
+		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},
+		{name: "bad log level", args: []string{"-log-level", "loud"}, wantErr: `log level "loud" is not one of`},
+		{name: "bad weather url", args: []string{"-weather-forecast-url", "ftp://x"}, wantErr: `weather URL "ftp://x" must start with http://`},
+		{name: "unknown flag", args: []string{"-nope"}, wantErr: "usage"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, fmt.Sprintf("%+v", cfg))
+		})
+	}
+}
+
+func TestUnknownModelFailsAtStart(t *testing.T) {
+	err := run(context.Background(), []string{"serve", "-model", "nonsense"}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `model "nonsense" is not known`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestCommands(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "companion ") {
+		t.Fatalf("version: %v %q", err, out.String())
+	}
+	if err := run(context.Background(), []string{"frobnicate"}, func(string) string { return "" }, io.Discard, io.Discard); exitCode(err) != 2 {
+		t.Fatalf("unknown command: %v", err)
+	}
+	if err := run(context.Background(), []string{"serve", "-h"}, func(string) string { return "" }, io.Discard, io.Discard); exitCode(err) != 0 {
+		t.Fatalf("help: %v", err)
+	}
+}
+
+// TestSIGTERM builds the real binary, starts it, sends SIGTERM, and expects
+// a clean exit with status 0.
+func TestSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "companion")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "serve", "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "COMPANION_LOG_LEVEL=info")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	listening := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"msg":"listening"`) {
+			listening = true
+			break
+		}
+	}
+	if !listening {
+		t.Fatal("the binary never listened")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("exit: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the binary did not exit after SIGTERM")
+	}
+}

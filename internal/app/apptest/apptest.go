@@ -1,0 +1,74 @@
+// Package apptest runs the whole service in-process for tests: the real app,
+// on the fake model, with the weather tool on an in-process fake Open-Meteo.
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/companionhq/companion/fakes/openmeteo"
+	"github.com/companionhq/companion/internal/app"
+)
+
+// Service is a running in-process service.
+type Service struct {
+	URL       string
+	App       *app.App
+	OpenMeteo *openmeteo.Server
+}
+
+// Start runs the service until the test ends. configure, when not nil, may
+// change the configuration before the app is built.
+func Start(t testing.TB, configure func(*app.Config)) *Service {
+	t.Helper()
+	om := openmeteo.New()
+	omSrv := httptest.NewServer(om)
+	t.Cleanup(omSrv.Close)
+
+	cfg := app.Defaults()
+	cfg.WeatherGeocodingURL = omSrv.URL
+	cfg.WeatherForecastURL = omSrv.URL
+	if configure != nil {
+		configure(&cfg)
+	}
+	a, err := app.New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatalf("building the app: %v", err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return &Service{URL: srv.URL, App: a, OpenMeteo: om}
+}
+
+// Post sends body to path and returns the response with its body read.
+func (s *Service) Post(t testing.TB, path, body string) (*http.Response, []byte) {
+	t.Helper()
+	return s.Do(t, http.MethodPost, path, body)
+}
+
+// Do sends a request and returns the response with its body read.
+func (s *Service) Do(t testing.TB, method, path, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return res, b
+}

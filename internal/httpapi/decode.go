@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/apperr"
+)
+
+// Limits on identifiers; bodies are capped by Config.MaxBodyBytes.
+const maxIDLen = 256
+
+// readBody reads the request body, refusing one larger than max.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, apperr.New(apperr.TooLarge, "request body is larger than %d bytes", max)
+		}
+		return nil, apperr.Wrap(apperr.Invalid, err, "request body could not be read")
+	}
+	return body, nil
+}
+
+// decodeJSON decodes body into v with messages that name the field at fault.
+func decodeJSON(body []byte, v any) error {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return apperr.New(apperr.Invalid, "request body is empty: send a JSON object")
+	}
+	err := json.Unmarshal(trimmed, v)
+	if err == nil {
+		return nil
+	}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return apperr.New(apperr.Invalid, "request body is not valid JSON: %s (at byte %d)", syntax.Error(), syntax.Offset)
+	case errors.As(err, &typ) && typ.Field == "":
+		return apperr.New(apperr.Invalid, "request body must be a JSON object, not %s", article(typ.Value))
+	case errors.As(err, &typ):
+		// The wire struct embeds api.GenerateRequest; clients know only its fields.
+		field := strings.TrimPrefix(typ.Field, "GenerateRequest.")
+		return apperr.New(apperr.Invalid, "%s must be %s, not %s", field, article(jsonKind(typ.Type.Kind().String())), article(typ.Value))
+	case trimmed[0] != '{':
+		return apperr.New(apperr.Invalid, "request body must be a JSON object")
+	}
+	// Errors from our own UnmarshalJSON methods are already readable.
+	return apperr.New(apperr.Invalid, "invalid request body: %s", err.Error())
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "slice", "array":
+		return "array"
+	case "struct", "map":
+		return "object"
+	case "bool":
+		return "boolean"
+	}
+	return "number"
+}
+
+func article(kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "number"):
+		return "a number"
+	case kind == "array" || kind == "object" || strings.HasPrefix(kind, "array") || strings.HasPrefix(kind, "object"):
+		return "an " + kind
+	case kind == "bool":
+		return "a boolean"
+	}
+	return "a " + kind
+}
+
+// decodeRun reads and validates a generate or stream request.
+func decodeRun(body []byte) (agent.Input, error) {
+	// Messages are decoded one by one so an error can say which one.
+	var wire struct {
+		api.GenerateRequest
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := decodeJSON(body, &wire); err != nil {
+		return agent.Input{}, err
+	}
+	req := wire.GenerateRequest
+	if len(wire.Messages) > 0 && string(wire.Messages) != "null" {
+		var raws []json.RawMessage
+		if err := json.Unmarshal(wire.Messages, &raws); err != nil {
+			return agent.Input{}, apperr.New(apperr.Invalid, `messages must be an array of messages, e.g. [{"role": "user", "content": "Hello"}]`)
+		}
+		req.Messages = make([]api.Message, len(raws))
+		for i, raw := range raws {
+			if err := json.Unmarshal(raw, &req.Messages[i]); err != nil {
+				return agent.Input{}, apperr.New(apperr.Invalid, "messages[%d]: %s", i, err.Error())
+			}
+		}
+	}
+	return validateRun(req)
+}
+
+func validateRun(req api.GenerateRequest) (agent.Input, error) {
+	in := agent.Input{
+		ThreadID:   strings.TrimSpace(req.ThreadID),
+		ResourceID: strings.TrimSpace(req.ResourceID),
+		MaxSteps:   req.MaxSteps,
+	}
+	if in.ThreadID == "" {
+		return in, apperr.New(apperr.Invalid, `threadId is required: name the conversation thread, e.g. "threadId": "thread-1"`)
+	}
+	if len(in.ThreadID) > maxIDLen {
+		return in, apperr.New(apperr.Invalid, "threadId is longer than %d bytes", maxIDLen)
+	}
+	if len(in.ResourceID) > maxIDLen {
+		return in, apperr.New(apperr.Invalid, "resourceId is longer than %d bytes", maxIDLen)
+	}
+	if len(req.Messages) == 0 {
+		return in, apperr.New(apperr.Invalid, `messages is required: send at least one message, e.g. [{"role": "user", "content": "Hello"}]`)
+	}
+	users := 0
+	for i, m := range req.Messages {
+		switch m.Role {
+		case api.RoleUser:
+			users++
+		case api.RoleAssistant, api.RoleSystem:
+		case "":
+			return in, apperr.New(apperr.Invalid, `messages[%d].role is required: "user", "assistant" or "system"`, i)
+		default:
+			return in, apperr.New(apperr.Invalid, `messages[%d].role must be "user", "assistant" or "system", not %q`, i, m.Role)
+		}
+		if strings.TrimSpace(m.Content) == "" {
+			return in, apperr.New(apperr.Invalid, "messages[%d].content is required and must not be empty", i)
+		}
+		if len(m.ID) > maxIDLen {
+			return in, apperr.New(apperr.Invalid, "messages[%d].id is longer than %d bytes", i, maxIDLen)
+		}
+	}
+	if users == 0 {
+		return in, apperr.New(apperr.Invalid, "messages must include at least one user message")
+	}
+	in.Messages = req.Messages
+
+	// runtimeContext wins over tracingOptions when both name a personality.
+	name, field := "", ""
+	if req.TracingOptions != nil && req.TracingOptions.Metadata.Personality != "" {
+		name, field = req.TracingOptions.Metadata.Personality, "tracingOptions.metadata.personality"
+	}
+	if req.RuntimeContext != nil && req.RuntimeContext.Metadata.Personality != "" {
+		name, field = req.RuntimeContext.Metadata.Personality, "runtimeContext.metadata.personality"
+	}
+	p, err := agent.ParsePersonality(name)
+	if err != nil {
+		return in, apperr.New(apperr.Invalid, "%s: %q is not a personality: use one of guru, wanderer, friend, philosopher", field, name)
+	}
+	in.Personality = p
+
+	if req.MaxSteps < 0 {
+		return in, apperr.New(apperr.Invalid, "maxSteps must not be negative")
+	}
+	if req.ModelSettings != nil {
+		if req.ModelSettings.MaxOutputTokens < 0 {
+			return in, apperr.New(apperr.Invalid, "modelSettings.maxOutputTokens must not be negative")
+		}
+		in.MaxOutputTokens = req.ModelSettings.MaxOutputTokens
+	}
+	return in, nil
+}
+
+// agentID checks the {agentId} of a route.
+func agentID(id string) error {
+	if id != api.AgentID {
+		return apperr.New(apperr.NotFound, "agent %q not found: the only agent is %s", id, api.AgentID)
+	}
+	return nil
+}

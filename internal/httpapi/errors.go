@@ -1,0 +1,82 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// statusOf is the one place codes become HTTP statuses.
+func statusOf(c apperr.Code) int {
+	switch c {
+	case apperr.Invalid:
+		return http.StatusBadRequest
+	case apperr.TooLarge:
+		return http.StatusRequestEntityTooLarge
+	case apperr.NotFound:
+		return http.StatusNotFound
+	case apperr.MethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case apperr.Forbidden:
+		return http.StatusForbidden
+	case apperr.Conflict:
+		return http.StatusConflict
+	case apperr.RateLimited:
+		return http.StatusTooManyRequests
+	case apperr.Upstream:
+		return http.StatusBadGateway
+	case apperr.Unavailable:
+		return http.StatusServiceUnavailable
+	case apperr.Timeout:
+		return http.StatusGatewayTimeout
+	}
+	return http.StatusInternalServerError
+}
+
+// classify turns any error the handlers meet into an *apperr.Error whose
+// message is safe for the client.
+func classify(err error) *apperr.Error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		msg := me.Provider + " model failed: " + me.Message
+		switch me.Kind {
+		case model.KindUnavailable:
+			return apperr.Wrap(apperr.Unavailable, err, "%s", msg)
+		case model.KindTimeout:
+			return apperr.Wrap(apperr.Timeout, err, "%s", msg)
+		}
+		return apperr.Wrap(apperr.Upstream, err, "%s", msg)
+	}
+	var re *agent.RunError
+	if errors.As(err, &re) && re.Code == api.CodeCancelled {
+		return apperr.Wrap(apperr.Unavailable, err, "the run was cancelled before it finished: the server is shutting down or the request was withdrawn")
+	}
+	return apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
+}
+
+// writeError writes err as {"error": message} with its status. Internal
+// causes go to the log only.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := classify(err)
+	status := statusOf(ae.Code)
+	level := slog.LevelInfo
+	if status >= 500 {
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(r.Context(), level, "request failed",
+		slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", status), slog.String("code", string(ae.Code)), slog.String("error", err.Error()))
+	if ae.Code == apperr.MethodNotAllowed {
+		w.Header().Set("Allow", allowedMethods(s.router, r.URL.Path))
+	}
+	writeJSON(w, status, api.ErrorBody{Error: ae.Message})
+}

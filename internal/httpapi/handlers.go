@@ -1,0 +1,90 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// handleHealth serves GET /health: the process is up and serving.
+func (s *Server) handleHealth() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}
+}
+
+// handleGenerate serves POST /api/agents/{agentId}/generate: the whole run
+// as one JSON body.
+func (s *Server) handleGenerate() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		in, err := decodeRun(body)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		res, err := s.cfg.Runner.Run(r.Context(), in, nil)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, res.Response)
+	}
+}
+
+// handleStream serves POST /api/agents/{agentId}/stream: the run as
+// Server-Sent Events. Errors before the first event get a status and a JSON
+// body; after it they are error events, and the stream always ends with
+// run-finish.
+func (s *Server) handleStream() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		in, err := decodeRun(body)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ew, err := newEventWriter(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer func() {
+			if p := recover(); p != nil {
+				if !ew.committed {
+					panic(p) // recoverPanics answers 500
+				}
+				s.logPanic(r, p)
+				ew.abort("internal server error: the details are in the server log")
+			}
+		}()
+		_, err = s.cfg.Runner.Run(r.Context(), in, ew.Emit)
+		switch {
+		case err != nil && !ew.committed:
+			s.writeError(w, r, err)
+		case err != nil:
+			// The agent already ended the stream with its error and run-finish.
+			s.log.LogAttrs(r.Context(), levelOf(err), "stream ended with an error", errAttr(err))
+		default:
+			if err := ew.commit(); err != nil {
+				s.log.LogAttrs(r.Context(), levelOf(err), "stream write failed", errAttr(err))
+			}
+		}
+	}
+}

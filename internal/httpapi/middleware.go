@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/companionhq/companion/internal/apperr"
+)
+
+// statusWriter records the status and size of a response. It passes
+// flushes through (streams need them) and unwraps for http.ResponseController.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests logs one line per request.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+			slog.Int("status", sw.status), slog.Int64("bytes", sw.bytes), slog.Duration("duration", time.Since(start)))
+	})
+}
+
+// recoverPanics turns a panic before the response started into a 500.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.logPanic(r, p)
+			s.writeError(w, r, apperr.Wrap(apperr.Internal, fmt.Errorf("panic: %v", p), "internal server error: the details are in the server log"))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) logPanic(r *http.Request, p any) {
+	s.log.LogAttrs(r.Context(), slog.LevelError, "panic", slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+}
+
+func levelOf(err error) slog.Level {
+	if apperr.CodeOf(err) != apperr.Internal {
+		return slog.LevelInfo
+	}
+	return slog.LevelWarn
+}
+
+func errAttr(err error) slog.Attr { return slog.String("error", err.Error()) }

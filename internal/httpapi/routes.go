@@ -1,0 +1,39 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/companionhq/companion/internal/apperr"
+)
+
+// routes lists the whole API.
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.logRequests, s.recoverPanics)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, apperr.New(apperr.MethodNotAllowed, "method %s is not allowed on %s: use %s", r.Method, r.URL.Path, allowedMethods(s.router, r.URL.Path)))
+	})
+
+	r.Get("/health", s.handleHealth())
+	r.Post("/api/agents/{agentId}/generate", s.handleGenerate())
+	r.Post("/api/agents/{agentId}/stream", s.handleStream())
+	return r
+}
+
+// allowedMethods lists the methods routed for path, for Allow and for 405
+// messages (chi does not hand a custom 405 handler its list).
+func allowedMethods(r chi.Router, path string) string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if r.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return strings.Join(allowed, ", ")
+}

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/companionhq/companion/internal/api"
+)
+
+// eventWriter writes a run's events as Server-Sent Events, one
+// `data: {json}` frame per event, flushed per event.
+//
+// It holds back the opening events (start, step-start) until the model has
+// produced something: a run that fails before that, because its input is
+// refused or the model is unreachable, still gets a real HTTP status and a
+// JSON error body instead of a stream. The run's own terminal events (error,
+// run-finish) are held too while nothing has been sent, for the same reason.
+type eventWriter struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	session *sse.Session
+	held    []api.Event
+	runID   string
+	// committed is set once headers are out: errors must go in-band.
+	committed bool
+	// finished is set once a run-finish went out.
+	finished bool
+	// onFirst is called once, when the first event is written.
+	onFirst func()
+}
+
+func newEventWriter(w http.ResponseWriter, r *http.Request) (*eventWriter, error) {
+	s, err := sse.Upgrade(w, r)
+	if err != nil {
+		return nil, fmt.Errorf("streaming is not supported by this connection: %w", err)
+	}
+	return &eventWriter{w: w, r: r, session: s}, nil
+}
+
+// Emit is the run's agent.Emit.
+func (e *eventWriter) Emit(ev api.Event) error {
+	e.runID = ev.RunID
+	if !e.committed {
+		switch ev.Type {
+		case api.EventStart, api.EventStepStart, api.EventError, api.EventRunFinish:
+			e.held = append(e.held, ev)
+			return nil
+		}
+	}
+	if !e.committed {
+		if err := e.commit(); err != nil {
+			return err
+		}
+	}
+	return e.write(ev)
+}
+
+// commit sends the headers and the held events. The handler calls it at the
+// end of a successful run that had nothing but held events.
+func (e *eventWriter) commit() error {
+	if e.committed {
+		return nil
+	}
+	h := e.w.Header()
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("Connection", "keep-alive")
+	e.committed = true
+	held := e.held
+	e.held = nil
+	for _, ev := range held {
+		if err := e.write(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *eventWriter) write(ev api.Event) error {
+	b, err := marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encoding %s event: %w", ev.Type, err)
+	}
+	var m sse.Message
+	m.AppendData(string(b))
+	if err := e.session.Send(&m); err != nil {
+		return err
+	}
+	if err := e.session.Flush(); err != nil {
+		return err
+	}
+	if e.onFirst != nil {
+		e.onFirst()
+		e.onFirst = nil
+	}
+	if ev.Type == api.EventRunFinish {
+		e.finished = true
+	}
+	return nil
+}
+
+// abort ends a committed stream that broke off without its terminal frame
+// (a panic): an error event, then run-finish, so clients never see a silent
+// cut.
+func (e *eventWriter) abort(message string) {
+	if !e.committed || e.finished {
+		return
+	}
+	_ = e.write(api.Event{Type: api.EventError, RunID: e.runID, Error: &api.StreamError{Message: message, Code: api.CodeInternal}})
+	_ = e.write(api.Event{Type: api.EventRunFinish, RunID: e.runID, Payload: api.RunFinishPayload{FinishReason: api.FinishError}})
+}
