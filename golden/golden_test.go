@@ -1,0 +1,220 @@
+package golden_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/api/apitest"
+	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/testkit"
+)
+
+// A case is one request, sent to generate, stream, or both. Its recorded
+// output lives in generate/<name>.json and stream/<name>.sse (stream/
+// <name>.json when the stream endpoint answers with a JSON error).
+type goldenCase struct {
+	name   string
+	body   string
+	status int
+	// only limits the case to one endpoint ("generate" or "stream").
+	only string
+}
+
+func msg(role, content string) string {
+	b, _ := json.Marshal(map[string]string{"role": role, "content": content})
+	return string(b)
+}
+
+func run(personality, extra string, msgs ...string) string {
+	body := `{"threadId":"thread-golden","resourceId":"user-golden","messages":[` + strings.Join(msgs, ",") + `]`
+	if personality != "" {
+		body += `,"runtimeContext":{"metadata":{"personality":"` + personality + `","userId":"user-golden"}}`
+	}
+	return body + extra + `}`
+}
+
+var cases = []goldenCase{
+	// Each personality's plain reply; friend is the default when none is given.
+	{name: "guru", status: 200, body: run("guru", "", msg("user", "How can I find more calm in my busy days?"))},
+	{name: "wanderer", status: 200, body: run("", `,"tracingOptions":{"metadata":{"personality":"wanderer"}}`, msg("user", "Where should I travel next?"))},
+	{name: "friend-default", status: 200, body: run("", "", msg("user", "I had a rough day at work."))},
+	{name: "philosopher", status: 200, body: run("philosopher", "", msg("user", "Is it better to be kind or to be right?"))},
+	// runtimeContext wins over tracingOptions; a system message adds to the
+	// instructions; earlier turns in the request are part of the conversation.
+	{name: "history-and-system", status: 200, body: run("guru", `,"tracingOptions":{"metadata":{"personality":"philosopher"}}`,
+		msg("system", "Answer in a single paragraph."), msg("user", "My name is Sam."),
+		msg("assistant", "Nice to meet you, Sam!"), msg("user", "What is a good hobby for me?"))},
+	// The weather tool: one place, two places at once, and its failures.
+	{name: "weather", status: 200, body: run("friend", "", msg("user", "What's the weather in Berlin?"))},
+	{name: "weather-two-places", status: 200, body: run("guru", "", msg("user", "What's the weather in Paris and Tokyo?"))},
+	{name: "tool-error-unknown-place", status: 200, body: run("philosopher", "", msg("user", "What's the weather in Atlantis?"))},
+	{name: "tool-error-upstream", status: 200, body: run("wanderer", "", msg("user", "What's the weather in Errorville?"))},
+	// A reply cut by the output token limit.
+	{name: "length", status: 200, body: run("friend", `,"modelSettings":{"maxOutputTokens":12}`, msg("user", "Tell me a long story about the sea."))},
+	// Refused requests.
+	{name: "missing-threadid", status: 400, body: `{"messages":[{"role":"user","content":"Hello"}]}`},
+	{name: "invalid-json", status: 400, body: `{"messages":[{"role":"user","content":"Hello"}],"threadId":`},
+	{name: "not-an-object", status: 400, body: `["Hello"]`},
+	{name: "empty-messages", status: 400, body: `{"messages":[],"threadId":"t"}`},
+	{name: "bad-role", status: 400, body: `{"messages":[{"role":"tool","content":"x"}],"threadId":"t"}`},
+	{name: "unknown-personality", status: 400, body: run("pirate", "", msg("user", "Ahoy"))},
+}
+
+var (
+	uuidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	traceRE = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
+	timeRE  = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
+)
+
+// normalize replaces what differs between runs: ids become <id-N> and trace
+// ids <trace-N>, numbered by first appearance so that equal ids stay equal,
+// and times become the fixed, still valid, 2000-01-01T00:00:00Z.
+func normalize(b []byte) []byte {
+	number := func(re *regexp.Regexp, label string, b []byte) []byte {
+		seen := map[string]string{}
+		return re.ReplaceAllFunc(b, func(m []byte) []byte {
+			if r, ok := seen[string(m)]; ok {
+				return []byte(r)
+			}
+			r := fmt.Sprintf("<%s-%d>", label, len(seen)+1)
+			seen[string(m)] = r
+			return []byte(r)
+		})
+	}
+	b = number(uuidRE, "id", b)
+	b = number(traceRE, "trace", b)
+	return timeRE.ReplaceAll(b, []byte("2000-01-01T00:00:00Z"))
+}
+
+func indent(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, b)
+	}
+	return append(buf.Bytes(), '\n')
+}
+
+func TestGolden(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var gen []byte
+			if tc.only != "stream" {
+				res, body := svc.Post(t, "/api/agents/companionAgent/generate", tc.body)
+				if res.StatusCode != tc.status || res.Header.Get("Content-Type") != "application/json" {
+					t.Fatalf("generate: %d %s, want %d JSON\n%s", res.StatusCode, res.Header.Get("Content-Type"), tc.status, body)
+				}
+				gen = indent(t, body)
+				testkit.Golden(t, filepath.Join("generate", tc.name+".json"), normalize(gen))
+			}
+			if tc.only != "generate" {
+				res, body := svc.Post(t, "/api/agents/companionAgent/stream", tc.body)
+				if res.StatusCode != tc.status {
+					t.Fatalf("stream: %d, want %d\n%s", res.StatusCode, tc.status, body)
+				}
+				if tc.status != http.StatusOK {
+					if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+						t.Fatalf("stream error answered %s, want a JSON body", ct)
+					}
+					testkit.Golden(t, filepath.Join("stream", tc.name+".json"), normalize(indent(t, body)))
+					return
+				}
+				for h, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+					if got := res.Header.Get(h); got != want {
+						t.Errorf("stream header %s: %q, want %q", h, got, want)
+					}
+				}
+				testkit.Golden(t, filepath.Join("stream", tc.name+".sse"), normalize(body))
+				// The live output obeys the rules too, before normalising.
+				events, err := apitest.ReadSSE(bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := apitest.Check(events); err != nil {
+					t.Fatalf("live stream breaks the rules: %v", err)
+				}
+				if gen != nil {
+					var g api.GenerateResponse
+					if err := json.Unmarshal(gen, &g); err != nil {
+						t.Fatal(err)
+					}
+					if err := apitest.CheckAgainst(events, g); err != nil {
+						t.Fatalf("live stream and generate disagree: %v", err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestTranscriptsObeyRules checks every recorded transcript on its own,
+// independently of how it was made: each stream obeys the spec's four rules
+// and agrees with the generate body of the same request; each generate body
+// has every field of the spec; each error body is {"error": "..."}.
+func TestTranscriptsObeyRules(t *testing.T) {
+	if testkit.Updating() {
+		t.Skip("the transcripts are being rewritten")
+	}
+	streams, _ := filepath.Glob(filepath.Join("stream", "*.sse"))
+	generates, _ := filepath.Glob(filepath.Join("generate", "*.json"))
+	if len(streams) == 0 || len(generates) == 0 {
+		t.Fatal("no transcripts found")
+	}
+	for _, path := range streams {
+		t.Run(path, func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			events, err := apitest.ReadSSE(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := apitest.Check(events); err != nil {
+				t.Fatal(err)
+			}
+			name := strings.TrimSuffix(filepath.Base(path), ".sse")
+			gb, err := os.ReadFile(filepath.Join("generate", name+".json"))
+			if err != nil {
+				t.Fatalf("no generate transcript for %s: %v", name, err)
+			}
+			var g api.GenerateResponse
+			if err := json.Unmarshal(gb, &g); err != nil {
+				t.Fatal(err)
+			}
+			if err := apitest.CheckAgainst(events, g); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	for _, path := range generates {
+		t.Run(path, func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e map[string]any
+			if err := json.Unmarshal(b, &e); err != nil {
+				t.Fatal(err)
+			}
+			if msg, ok := e["error"].(string); ok {
+				if len(e) != 1 || msg == "" {
+					t.Fatalf("error body %s: want exactly one non-empty string field error", b)
+				}
+				return
+			}
+			if err := apitest.CheckGenerateBody(b); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
