@@ -1,0 +1,31 @@
+# The README's two commands are `make run` and `make test`.
+GO ?= go
+
+.PHONY: run test golden check build fakes
+
+## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
+run:
+	$(GO) run ./cmd/companion serve
+
+## test: the whole suite, with the race detector, as CI runs it
+test: check
+	$(GO) test -race -count=1 ./...
+
+## check: formatting, vet and a tidy go.mod
+check:
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+
+## golden: rewrite the golden transcripts; review the diff before committing
+golden:
+	$(GO) test ./... -update
+
+## build: the binaries, into bin/
+build:
+	$(GO) build -o bin/ ./cmd/... ./fakes/cmd/...
+
+## fakes: run the fake upstreams for local use (see docs/weather.md)
+fakes:
+	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090
