@@ -277,11 +277,7 @@ func (r *run) fail(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		re.Code, re.Message = api.CodeCancelled, "the run was cancelled before it finished"
 	case errors.As(err, &me):
-		re.Code, re.Message = api.CodeModelError, me.Message
-		if re.Message == "" {
-			re.Message = "the model failed"
-		}
-		re.Message = fmt.Sprintf("%s model failed: %s", me.Provider, strings.TrimPrefix(re.Message, me.Provider+" model failed: "))
+		re.Code, re.Message = api.CodeModelError, me.Provider+" model failed: "+me.Message
 	}
 	if r.send(api.Event{Type: api.EventError, Error: &api.StreamError{Message: re.Message, Code: re.Code}}) == nil {
 		_ = r.send(api.Event{Type: api.EventRunFinish, Payload: api.RunFinishPayload{FinishReason: api.FinishError, Usage: r.total}})
