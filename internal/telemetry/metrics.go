@@ -37,15 +37,6 @@ const (
 	tokenCached    = "cached"
 )
 
-// Buckets, in seconds. Requests, runs and model calls span milliseconds on
-// the fake model to minutes on a slow real one.
-var (
-	latencyBuckets    = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
-	firstEventBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}
-	toolBuckets       = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
-	stepBuckets       = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
-)
-
 // Metrics records the service's Prometheus metrics. It is the agent's and
 // the HTTP server's Observer, and is safe for concurrent use.
 type Metrics struct {
@@ -72,6 +63,14 @@ var (
 
 // NewMetrics defines the service's metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	// Buckets, in seconds. Requests, runs and model calls span milliseconds
+	// on the fake model to minutes on a slow real one.
+	var (
+		latencyBuckets    = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+		firstEventBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}
+		toolBuckets       = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+		stepBuckets       = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+	)
 	model := []string{"provider", "model"}
 	m := &Metrics{
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -51,12 +51,11 @@ func tracerSetups(b *testing.B) []struct {
 	}
 }
 
-var benchInput = agent.Input{ThreadID: "t", Personality: agent.Friend,
-	Messages: []api.Message{{Role: api.RoleUser, Content: "How do I start my day well?"}}}
-
 // BenchmarkRunTracing is the cost of the run, step and model spans of one
 // plain reply on the fake model.
 func BenchmarkRunTracing(b *testing.B) {
+	in := agent.Input{ThreadID: "t", Personality: agent.Friend,
+		Messages: []api.Message{{Role: api.RoleUser, Content: "How do I start my day well?"}}}
 	for _, s := range tracerSetups(b) {
 		b.Run(s.name, func(b *testing.B) {
 			a, err := agent.New(agent.Config{Model: fakemodel.New(fakemodel.Options{}), Tracer: s.tp.Tracer("bench")})
@@ -65,7 +64,7 @@ func BenchmarkRunTracing(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := a.Run(context.Background(), benchInput, nil); err != nil {
+				if _, err := a.Run(context.Background(), in, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
