@@ -4,12 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/companionhq/companion/internal/app"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/telemetry"
 )
 
 // errUsage is a command line that could not be parsed, and errHelp a
@@ -58,6 +60,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		}
 		fs.IntVar(p, s.flag, def, s.usage+" ($"+s.env+")")
 	}
+	boolean := func(p *bool, s setting, def bool) {
+		if v := getenv(s.env); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("$%s: %q is not true or false", s.env, v))
+			}
+			def = b
+		}
+		fs.BoolVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+	}
 	dur := func(p *time.Duration, s setting, def time.Duration) {
 		if v := getenv(s.env); v != "" {
 			d, err := time.ParseDuration(v)
@@ -83,6 +95,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	dur(&cfg.WeatherTimeout, setting{"weather-timeout", "COMPANION_WEATHER_TIMEOUT", "timeout of each Open-Meteo request"}, def.WeatherTimeout)
 	dur(&cfg.FakeFirstTokenDelay, setting{"fake-first-token-delay", "COMPANION_FAKE_FIRST_TOKEN_DELAY", "fake model: delay before its first token"}, 0)
 	dur(&cfg.FakeTokenDelay, setting{"fake-token-delay", "COMPANION_FAKE_TOKEN_DELAY", "fake model: delay before each later token"}, 0)
+	boolean(&cfg.TraceContent, setting{"trace-content", "COMPANION_TRACE_CONTENT", "record message contents, tool arguments and results in spans (they may hold personal data)"}, false)
+	// Span export follows the standard OpenTelemetry variables, read here
+	// for the decision and by the exporter for the rest.
+	otlp, err := telemetry.OTLPProtocol(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.OTLPProtocol = otlp
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

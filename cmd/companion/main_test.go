@@ -183,6 +183,27 @@ func TestConfig(t *testing.T) {
 				t.Errorf("config %s", c)
 			}
 		}},
+		{name: "tracing", env: map[string]string{"COMPANION_TRACE_CONTENT": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, check: func(t *testing.T, c string) {
+			for _, want := range []string{"TraceContent:true", "OTLPProtocol:grpc"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "no tracing by default", check: func(t *testing.T, c string) {
+			for _, want := range []string{"TraceContent:false", "OTLPProtocol: "} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "trace content flag", args: []string{"-trace-content"}, check: func(t *testing.T, c string) {
+			if !strings.Contains(c, "TraceContent:true") {
+				t.Errorf("config %s", c)
+			}
+		}},
+		{name: "bad env bool", env: map[string]string{"COMPANION_TRACE_CONTENT": "sometimes"}, wantErr: `$COMPANION_TRACE_CONTENT: "sometimes" is not true or false`},
+		{name: "bad OTLP protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json" is not supported`},
 		{name: "bad env number", env: map[string]string{"COMPANION_MAX_STEPS": "many"}, wantErr: `$COMPANION_MAX_STEPS: "many" is not a whole number`},
 		{name: "bad env duration", env: map[string]string{"COMPANION_SHUTDOWN_GRACE": "soon"}, wantErr: `$COMPANION_SHUTDOWN_GRACE: "soon" is not a duration`},
 		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},

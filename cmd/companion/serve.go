@@ -13,6 +13,7 @@ import (
 // serve builds the service and serves it until ctx ends.
 func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Version = version()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -50,6 +50,9 @@ type Config struct {
 	MaxOutputTokens int
 	// Tracer makes the run, step, model and tool spans; nil makes none.
 	Tracer trace.Tracer
+	// TraceContent records instructions, messages, tool arguments and tool
+	// results in spans. Off by default: they may hold personal data.
+	TraceContent bool
 	// Observer is told about runs, model calls and tool calls; nil is none.
 	Observer Observer
 	// Logger gets one line per run; nil discards.
@@ -302,7 +305,8 @@ func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) 
 		slog.String("trace_id", r.traceID), slog.String("personality", string(r.in.Personality)),
 		slog.String("model", a.cfg.Model.ID()), slog.String("finish_reason", stats.FinishReason),
 		slog.Int("steps", stats.Steps), slog.Int("input_tokens", r.total.InputTokens),
-		slog.Int("output_tokens", r.total.OutputTokens), slog.Duration("duration", stats.Duration),
+		slog.Int("output_tokens", r.total.OutputTokens), slog.Int("reasoning_tokens", r.total.ReasoningTokens),
+		slog.Int("cached_input_tokens", r.total.CachedInputTokens), slog.Duration("duration", stats.Duration),
 	}
 	if sc := span.SpanContext(); sc.IsValid() {
 		attrs = append(attrs, slog.String("span_id", sc.SpanID().String()))

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -53,6 +54,8 @@ type ModelCallStats struct {
 // ToolCallStats is one tool call.
 type ToolCallStats struct {
 	RunInfo
+	// Tool is the tool's name, or "_OTHER" when the model called a tool the
+	// agent does not have.
 	Tool     string
 	Duration time.Duration
 	Err      error
@@ -65,6 +68,10 @@ func (nopObserver) RunFinished(context.Context, RunInfo, RunStats) {}
 func (nopObserver) ModelCalled(context.Context, ModelCallStats)    {}
 func (nopObserver) ToolCalled(context.Context, ToolCallStats)      {}
 
+// otherTool is the tool label of a call to a tool the agent does not have:
+// the name comes from the model, and metric labels must stay a bounded set.
+const otherTool = "_OTHER"
+
 // The span tree of a run, named and attributed after the OpenTelemetry GenAI
 // semantic conventions:
 //
@@ -72,6 +79,9 @@ func (nopObserver) ToolCalled(context.Context, ToolCallStats)      {}
 //	  step                      (one per step)
 //	    chat <model>            (the model call)
 //	    execute_tool <tool>     (one per tool call)
+//
+// Message contents, tool arguments and tool results are recorded only when
+// Config.TraceContent is set: they may hold personal data.
 
 func (a *Agent) startRunSpan(ctx context.Context, r *run) (context.Context, trace.Span) {
 	return a.cfg.Tracer.Start(ctx, "invoke_agent "+api.AgentID,
@@ -98,16 +108,25 @@ func traceIDOf(span trace.Span, newID func() string) string {
 }
 
 func endRunSpan(span trace.Span, r *run, s RunStats) {
-	span.SetAttributes(
-		semconv.GenAIResponseFinishReasons(s.FinishReason),
-		semconv.GenAIUsageInputTokens(s.Usage.InputTokens),
-		semconv.GenAIUsageOutputTokens(s.Usage.OutputTokens),
-		attribute.Int("companion.steps", s.Steps),
-	)
+	span.SetAttributes(semconv.GenAIResponseFinishReasons(s.FinishReason), attribute.Int("companion.steps", s.Steps))
+	span.SetAttributes(usageAttrs(s.Usage)...)
 	if s.Err != nil {
 		span.SetStatus(codes.Error, s.Err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(s.Err)))
 	}
+}
+
+// usageAttrs are the token counts of u; cached and reasoning tokens only
+// when reported, as the conventions count them within input and output.
+func usageAttrs(u api.Usage) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{semconv.GenAIUsageInputTokens(u.InputTokens), semconv.GenAIUsageOutputTokens(u.OutputTokens)}
+	if u.CachedInputTokens > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(u.CachedInputTokens))
+	}
+	if u.ReasoningTokens > 0 {
+		attrs = append(attrs, semconv.GenAIUsageReasoningOutputTokens(u.ReasoningTokens))
+	}
+	return attrs
 }
 
 func stepAttrs(i int, stepType string) []attribute.KeyValue {
@@ -118,53 +137,145 @@ func stepEndAttrs(reason string) []attribute.KeyValue {
 	return []attribute.KeyValue{semconv.GenAIResponseFinishReasons(reason)}
 }
 
-func startModelSpan(ctx context.Context, tr trace.Tracer, m model.Model, req model.Request) (context.Context, trace.Span) {
+// endStepSpan marks a failed step; its span ends with the step.
+func endStepSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
+	}
+}
+
+func (r *run) startModelSpan(ctx context.Context, req model.Request) (context.Context, trace.Span) {
+	m := r.a.cfg.Model
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameKey.String(m.Provider()),
 		semconv.GenAIRequestModel(m.ID()),
+		semconv.GenAIRequestStream(true),
+		semconv.GenAIConversationID(r.in.ThreadID),
 	}
 	if req.MaxOutputTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxOutputTokens))
 	}
-	return tr.Start(ctx, "chat "+m.ID(),
+	if r.a.cfg.TraceContent {
+		attrs = append(attrs,
+			semconv.GenAISystemInstructionsKey.String(jsonString([]genAIPart{{Type: "text", Content: req.System}})),
+			semconv.GenAIInputMessagesKey.String(jsonString(genAIMessages(req.Messages))))
+	}
+	return r.a.cfg.Tracer.Start(ctx, "chat "+m.ID(),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
-func endModelSpan(span trace.Span, fin *model.Finish, err error) {
+// modelOutput is what one model call answered, for its span.
+type modelOutput struct {
+	fin        *model.Finish
+	firstChunk time.Duration // 0 when nothing came
+	text       string
+	calls      []*call
+}
+
+func (r *run) endModelSpan(span trace.Span, out modelOutput, err error) {
 	defer span.End()
+	if out.firstChunk > 0 {
+		span.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(out.firstChunk.Seconds()))
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(err)))
 		return
 	}
-	span.SetAttributes(
-		semconv.GenAIResponseFinishReasons(fin.Reason),
-		semconv.GenAIUsageInputTokens(fin.Usage.InputTokens),
-		semconv.GenAIUsageOutputTokens(fin.Usage.OutputTokens),
-	)
+	fin := out.fin
+	span.SetAttributes(semconv.GenAIResponseModel(r.a.cfg.Model.ID()), semconv.GenAIResponseFinishReasons(fin.Reason))
+	span.SetAttributes(usageAttrs(fin.Usage)...)
 	if fin.ResponseID != "" {
 		span.SetAttributes(semconv.GenAIResponseID(fin.ResponseID))
 	}
+	if r.a.cfg.TraceContent {
+		msg := genAIMessage{Role: model.RoleAssistant, Parts: []genAIPart{}, FinishReason: fin.Reason}
+		if out.text != "" {
+			msg.Parts = append(msg.Parts, genAIPart{Type: "text", Content: out.text})
+		}
+		for _, c := range out.calls {
+			msg.Parts = append(msg.Parts, genAIPart{Type: "tool_call", ID: c.id, Name: c.name, Arguments: c.parsed})
+		}
+		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(jsonString([]genAIMessage{msg})))
+	}
 }
 
-func startToolSpan(ctx context.Context, tr trace.Tracer, c *call) (context.Context, trace.Span) {
-	return tr.Start(ctx, "execute_tool "+c.name,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(
-			semconv.GenAIOperationNameExecuteTool,
-			semconv.GenAIToolName(c.name),
-			semconv.GenAIToolCallID(c.id),
-			semconv.GenAIToolType("function"),
-		))
+func (r *run) startToolSpan(ctx context.Context, c *call, t Tool) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{
+		semconv.GenAIOperationNameExecuteTool,
+		semconv.GenAIToolName(c.name),
+		semconv.GenAIToolCallID(c.id),
+		semconv.GenAIToolType("function"),
+	}
+	if t != nil {
+		attrs = append(attrs, semconv.GenAIToolDescription(t.Description()))
+	}
+	if r.a.cfg.TraceContent {
+		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(string(c.parsed)))
+	}
+	return r.a.cfg.Tracer.Start(ctx, "execute_tool "+c.name,
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 }
 
-func endToolSpan(span trace.Span, err error) {
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+func (r *run) endToolSpan(span trace.Span, c *call) {
+	if c.err != nil {
+		span.SetStatus(codes.Error, c.err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
+	} else if r.a.cfg.TraceContent {
+		if b, err := json.Marshal(c.result); err == nil {
+			span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(b)))
+		}
 	}
 	span.End()
+}
+
+// genAIMessage and genAIPart are the message shapes of the GenAI
+// conventions' gen_ai.input.messages and gen_ai.output.messages.
+type genAIMessage struct {
+	Role         string      `json:"role"`
+	Parts        []genAIPart `json:"parts"`
+	FinishReason string      `json:"finish_reason,omitempty"`
+}
+
+type genAIPart struct {
+	Type      string          `json:"type"`
+	Content   string          `json:"content,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+func genAIMessages(ms []model.Message) []genAIMessage {
+	out := make([]genAIMessage, 0, len(ms))
+	for _, m := range ms {
+		g := genAIMessage{Role: m.Role, Parts: []genAIPart{}}
+		switch {
+		case m.Role == model.RoleTool:
+			res := json.RawMessage(m.Content)
+			if !json.Valid(res) {
+				res, _ = json.Marshal(m.Content)
+			}
+			g.Parts = append(g.Parts, genAIPart{Type: "tool_call_response", ID: m.ToolCallID, Result: res})
+		case m.Content != "":
+			g.Parts = append(g.Parts, genAIPart{Type: "text", Content: m.Content})
+		}
+		for _, c := range m.ToolCalls {
+			g.Parts = append(g.Parts, genAIPart{Type: "tool_call", ID: c.ID, Name: c.Name, Arguments: c.Args})
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+func jsonString(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // errorType is a low-cardinality name for err, for error.type.
@@ -176,6 +287,10 @@ func errorType(err error) string {
 		return re.Code
 	case errors.As(err, &me):
 		return me.Kind.String()
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
 	}
 	return "_OTHER"
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -39,6 +40,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	started := a.cfg.Now()
 	ctx, span := a.cfg.Tracer.Start(ctx, "step", trace.WithAttributes(stepAttrs(i, stepType)...))
 	defer span.End()
+	defer func() { endStepSpan(span, err) }()
 	// Tools started during the step stop when it ends.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -66,15 +68,23 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		}
 	}()
 
-	mctx, mspan := startModelSpan(ctx, a.cfg.Tracer, a.cfg.Model, req)
+	mctx, mspan := r.startModelSpan(ctx, req)
 	mstart := a.cfg.Now()
-	var merr error
+	var (
+		merr       error
+		firstChunk time.Duration
+	)
 	for part, perr := range a.cfg.Model.Stream(mctx, req) {
 		if perr != nil {
 			merr = perr
 			break
 		}
-		if err := r.handlePart(mctx, part, &text, &reasoning, &calls, byID, &fin); err != nil {
+		if firstChunk == 0 {
+			firstChunk = max(a.cfg.Now().Sub(mstart), time.Nanosecond)
+		}
+		// Tools start in the step's context: their spans are the model call's
+		// siblings, not its children.
+		if err := r.handlePart(ctx, part, &text, &reasoning, &calls, byID, &fin); err != nil {
 			merr = err
 			break
 		}
@@ -88,7 +98,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	if merr == nil && ctx.Err() != nil {
 		merr = ctx.Err()
 	}
-	endModelSpan(mspan, fin, merr)
+	r.endModelSpan(mspan, modelOutput{fin: fin, firstChunk: firstChunk, text: text.String(), calls: calls}, merr)
 	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: fin, Err: merr})
 	if merr != nil {
 		if r.emitErr != nil {
@@ -298,15 +308,19 @@ func (r *run) startTool(ctx context.Context, c *call) {
 	t, ok := a.tools[c.name]
 	go func() {
 		defer close(c.done)
-		ctx, span := startToolSpan(ctx, a.cfg.Tracer, c)
+		ctx, span := r.startToolSpan(ctx, c, t)
 		started := a.cfg.Now()
 		defer func() {
 			if p := recover(); p != nil {
 				a.cfg.Logger.ErrorContext(ctx, "tool panicked", slog.String("tool", c.name), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
 				c.result, c.err = nil, errors.New("the tool failed inside the service")
 			}
-			endToolSpan(span, c.err)
-			a.cfg.Observer.ToolCalled(ctx, ToolCallStats{RunInfo: r.info(), Tool: c.name, Duration: a.cfg.Now().Sub(started), Err: c.err})
+			r.endToolSpan(span, c)
+			name := c.name
+			if !ok {
+				name = otherTool
+			}
+			a.cfg.Observer.ToolCalled(ctx, ToolCallStats{RunInfo: r.info(), Tool: name, Duration: a.cfg.Now().Sub(started), Err: c.err})
 		}()
 		switch {
 		case !ok:

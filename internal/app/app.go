@@ -1,5 +1,7 @@
 // Package app assembles the service from its configuration: the model, the
-// tools, the agent and the HTTP API, and serves it with a graceful shutdown.
+// tools, the agent, the HTTP API and their telemetry (tracer provider,
+// metrics registry, trace-aware logs), and serves it with a graceful
+// shutdown.
 // It is the one place where the parts are wired together; cmd/companion
 // fills its Config from flags and environment, and end-to-end tests build it
 // directly against the fakes.
@@ -14,10 +16,14 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
 )
 
@@ -37,6 +43,19 @@ type Config struct {
 
 	FakeFirstTokenDelay time.Duration
 	FakeTokenDelay      time.Duration
+
+	// Version is the service.version of exported spans.
+	Version string
+	// OTLPProtocol exports spans over OTLP, "grpc" or "http/protobuf"; ""
+	// exports none. cmd/companion sets it from the standard
+	// OTEL_EXPORTER_OTLP_* variables, which the exporter then reads itself.
+	OTLPProtocol string
+	// TraceContent records message contents, tool arguments and results in
+	// spans. Off by default: they may hold personal data.
+	TraceContent bool
+	// SpanExporter, when set, receives every span as it ends; tests give an
+	// in-memory one.
+	SpanExporter sdktrace.SpanExporter
 }
 
 // Defaults returns the configuration the service runs with when nothing is
@@ -59,24 +78,58 @@ type App struct {
 	log     *slog.Logger
 	handler http.Handler
 	model   model.Model
+	tracing *sdktrace.TracerProvider
 }
 
+// tracerName is the instrumentation scope of the agent's spans.
+const tracerName = "github.com/companionhq/companion/internal/agent"
+
 // New builds the service from cfg.
-func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
+func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	// Every line logged within a request or run names its trace and span.
+	log = slog.New(telemetry.LogHandler(log.Handler()))
 	m, err := newModel(cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	tp, err := telemetry.NewTracerProvider(ctx, telemetry.TracingConfig{
+		ServiceVersion: cfg.Version, OTLPProtocol: cfg.OTLPProtocol, Exporter: cfg.SpanExporter,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tp.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
+	reg, err := telemetry.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := telemetry.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	tools := []agent.Tool{weather.New(weather.Config{
+		GeocodingURL: cfg.WeatherGeocodingURL, ForecastURL: cfg.WeatherForecastURL, Timeout: cfg.WeatherTimeout,
+	})}
+	toolNames := make([]string, 0, len(tools))
+	for _, t := range tools {
+		toolNames = append(toolNames, t.Name())
+	}
+	metrics.Known(m.Provider(), m.ID(), toolNames...)
 	ag, err := agent.New(agent.Config{
-		Model: m,
-		Tools: []agent.Tool{weather.New(weather.Config{
-			GeocodingURL: cfg.WeatherGeocodingURL, ForecastURL: cfg.WeatherForecastURL, Timeout: cfg.WeatherTimeout,
-		})},
+		Model:           m,
+		Tools:           tools,
 		MaxSteps:        cfg.MaxSteps,
 		MaxOutputTokens: cfg.MaxOutputTokens,
+		Tracer:          tp.Tracer(tracerName),
+		TraceContent:    cfg.TraceContent,
+		Observer:        metrics,
 		Logger:          log,
 	})
 	if err != nil {
@@ -86,15 +139,33 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (*App, error) {
 		cfg:     cfg,
 		log:     log,
 		model:   m,
-		handler: httpapi.NewServer(httpapi.Config{Runner: ag, Logger: log, MaxBodyBytes: cfg.MaxBodyBytes}),
+		tracing: tp,
+		handler: httpapi.NewServer(httpapi.Config{
+			Runner:         ag,
+			Logger:         log,
+			MaxBodyBytes:   cfg.MaxBodyBytes,
+			TracerProvider: tp,
+			// The caller's W3C traceparent, explicitly: no global propagator.
+			Propagator: propagation.TraceContext{},
+			Observer:   metrics,
+			Metrics:    telemetry.Handler(reg),
+		}),
 	}, nil
 }
 
 // Handler is the service's HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Close releases what New opened.
-func (a *App) Close() error { return nil }
+// Close releases what New opened: it flushes the spans still buffered for
+// export, waiting a few seconds at most.
+func (a *App) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := a.tracing.Shutdown(ctx); err != nil {
+		return fmt.Errorf("flushing spans: %w", err)
+	}
+	return nil
+}
 
 // newModel builds the model the configuration names.
 func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
@@ -124,9 +195,14 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
+	spans := "not exported (no OTLP endpoint set)"
+	if a.cfg.OTLPProtocol != "" {
+		spans = "exported over OTLP " + a.cfg.OTLPProtocol
+	}
 	a.log.Info("listening", slog.String("addr", ln.Addr().String()),
 		slog.String("model", a.model.Provider()+"/"+a.model.ID()), slog.Int("max_steps", a.cfg.MaxSteps),
-		slog.Duration("shutdown_grace", a.cfg.ShutdownGrace))
+		slog.Duration("shutdown_grace", a.cfg.ShutdownGrace), slog.String("spans", spans),
+		slog.Bool("trace_content", a.cfg.TraceContent), slog.String("metrics", "/metrics"))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

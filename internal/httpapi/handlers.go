@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -46,6 +47,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 // run-finish.
 func (s *Server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -65,6 +67,10 @@ func (s *Server) handleStream() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		s.obs.StreamOpened()
+		defer s.obs.StreamClosed()
+		ew.onFirst = func() { s.obs.StreamFirstEvent(time.Since(arrived)) }
+		ew.onFirstText = func() { s.obs.StreamFirstText(time.Since(arrived)) }
 		defer func() {
 			if p := recover(); p != nil {
 				if !ew.committed {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/companionhq/companion/internal/apperr"
 )
@@ -47,20 +49,45 @@ func (w *statusWriter) Flush() {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// logRequests logs one line per request.
-func (s *Server) logRequests(next http.Handler) http.Handler {
+// observeRequests logs one line per request, reports it to the Observer by
+// route pattern and status, and names the server span after the route.
+func (s *Server) observeRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
+		elapsed := time.Since(start)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
 		route := "unmatched"
 		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
 			route = rc.RoutePattern()
+			// HTTP semantic conventions: "{method} {http.route}".
+			span := trace.SpanFromContext(r.Context())
+			span.SetName(spanMethod(r.Method) + " " + route)
+			span.SetAttributes(semconv.HTTPRoute(route))
 		}
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+		s.obs.RequestServed(r.Method, route, sw.status, elapsed)
+		level := slog.LevelInfo
+		if r.URL.Path == metricsPath {
+			level = slog.LevelDebug // a scrape every few seconds would drown the rest
+		}
+		s.log.LogAttrs(r.Context(), level, "request",
 			slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
-			slog.Int("status", sw.status), slog.Int64("bytes", sw.bytes), slog.Duration("duration", time.Since(start)))
+			slog.Int("status", sw.status), slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed))
 	})
+}
+
+// spanMethod is the method as span names give it: "HTTP" for one that is
+// not standard, so that names stay a bounded set.
+func spanMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "HTTP"
 }
 
 // recoverPanics turns a panic before the response started into a 500.

@@ -9,10 +9,13 @@ import (
 	"github.com/companionhq/companion/internal/apperr"
 )
 
+// metricsPath serves the Prometheus metrics, when the server has them.
+const metricsPath = "/metrics"
+
 // routes lists the whole API.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.logRequests, s.recoverPanics)
+	r.Use(s.observeRequests, s.recoverPanics)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -23,6 +26,9 @@ func (s *Server) routes() chi.Router {
 	r.Get("/health", s.handleHealth())
 	r.Post("/api/agents/{agentId}/generate", s.handleGenerate())
 	r.Post("/api/agents/{agentId}/stream", s.handleStream())
+	if s.cfg.Metrics != nil {
+		r.Method(http.MethodGet, metricsPath, s.cfg.Metrics)
+	}
 	return r
 }
 

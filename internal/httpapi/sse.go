@@ -27,8 +27,9 @@ type eventWriter struct {
 	committed bool
 	// finished is set once a run-finish went out.
 	finished bool
-	// onFirst is called once, when the first event is written.
-	onFirst func()
+	// onFirst is called once, when the first event is written, and
+	// onFirstText when the first text event is.
+	onFirst, onFirstText func()
 }
 
 func newEventWriter(w http.ResponseWriter, r *http.Request) (*eventWriter, error) {
@@ -94,6 +95,10 @@ func (e *eventWriter) write(ev api.Event) error {
 	if e.onFirst != nil {
 		e.onFirst()
 		e.onFirst = nil
+	}
+	if ev.Type == api.EventText && e.onFirstText != nil {
+		e.onFirstText()
+		e.onFirstText = nil
 	}
 	if ev.Type == api.EventRunFinish {
 		e.finished = true

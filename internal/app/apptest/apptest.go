@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -25,6 +26,12 @@ type Service struct {
 // change the configuration before the app is built.
 func Start(t testing.TB, configure func(*app.Config)) *Service {
 	t.Helper()
+	return StartLogged(t, nil, configure)
+}
+
+// StartLogged is Start with the service logging to log.
+func StartLogged(t testing.TB, log *slog.Logger, configure func(*app.Config)) *Service {
+	t.Helper()
 	om := openmeteo.New()
 	omSrv := httptest.NewServer(om)
 	t.Cleanup(omSrv.Close)
@@ -35,7 +42,7 @@ func Start(t testing.TB, configure func(*app.Config)) *Service {
 	if configure != nil {
 		configure(&cfg)
 	}
-	a, err := app.New(context.Background(), cfg, nil)
+	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatalf("building the app: %v", err)
 	}

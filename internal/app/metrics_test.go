@@ -1,0 +1,137 @@
+package app_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/internal/app/apptest"
+)
+
+// TestMetricsAfterRuns scrapes /metrics after a weather run, a tool error
+// and a stream, as Prometheus would.
+func TestMetricsAfterRuns(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
+	post(t, svc, generatePath, ask("What's the weather in Atlantis?"), nil)
+	post(t, svc, streamPath, ask("How do I start my day well?"), nil)
+	post(t, svc, generatePath, `{"messages":[]}`, nil)
+
+	res, body := svc.Do(t, http.MethodGet, "/metrics", "")
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("status %d, content type %q", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	text := string(body)
+	for _, want := range []string{
+		`companion_runs_total{finish_reason="stop",model="fake",personality="guru",provider="fake"} 3`,
+		`companion_tool_calls_total{outcome="ok",tool="weatherTool"} 1`,
+		`companion_tool_calls_total{outcome="error",tool="weatherTool"} 1`,
+		`companion_model_calls_total{model="fake",outcome="ok",provider="fake"} 5`,
+		`companion_model_calls_total{model="fake",outcome="error",provider="fake"} 0`,
+		`companion_tokens_total{model="fake",personality="guru",provider="fake",type="input"} `,
+		`companion_tokens_total{model="fake",personality="guru",provider="fake",type="cached"} `,
+		`companion_http_requests_total{code="200",method="POST",route="/api/agents/{agentId}/generate"} 2`,
+		`companion_http_requests_total{code="200",method="POST",route="/api/agents/{agentId}/stream"} 1`,
+		`companion_http_requests_total{code="400",method="POST",route="/api/agents/{agentId}/generate"} 1`,
+		`companion_http_request_duration_seconds_bucket{code="200",method="POST",route="/api/agents/{agentId}/stream",le="+Inf"} 1`,
+		`companion_run_steps_bucket{model="fake",provider="fake",le="2"} 3`,
+		`companion_stream_time_to_first_event_seconds_count 1`,
+		`companion_stream_time_to_first_text_seconds_count 1`,
+		`companion_streams_open 0`,
+		`companion_runs_in_flight 0`,
+		`go_goroutines `,
+		`process_cpu_seconds_total `,
+		`go_build_info{`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	for _, never := range []string{"thread-7", "user-7", "Berlin", "Atlantis"} {
+		if strings.Contains(text, never) {
+			t.Errorf("/metrics holds %q: labels must not carry ids or contents", never)
+		}
+	}
+}
+
+// lockedBuffer is a log destination safe for the server's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLogLines: one request line and one run line, both naming the trace;
+// neither holds what the user said.
+func TestLogLines(t *testing.T) {
+	var logs lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	svc := apptest.StartLogged(t, log, nil)
+	_, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
+	traceID := decode(t, body).TraceID
+
+	var request, run map[string]any
+	deadline := time.Now().Add(5 * time.Second)
+	for request == nil && time.Now().Before(deadline) {
+		// The request line is written once the handler has returned.
+		for _, l := range logs.lines(t) {
+			switch l["msg"] {
+			case "request":
+				request = l
+			case "run":
+				run = l
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if request == nil || run == nil {
+		t.Fatalf("request line %v, run line %v", request, run)
+	}
+	if request["trace_id"] != traceID || request["span_id"] == "" || request["route"] != "/api/agents/{agentId}/generate" || request["status"] != 200.0 {
+		t.Errorf("request line %v", request)
+	}
+	for k, want := range map[string]any{"trace_id": traceID, "thread_id": "thread-7", "finish_reason": "stop", "personality": "guru", "steps": 2.0} {
+		if run[k] != want {
+			t.Errorf("run line %s = %v, want %v", k, run[k], want)
+		}
+	}
+	for _, k := range []string{"run_id", "span_id", "input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens"} {
+		if _, ok := run[k]; !ok {
+			t.Errorf("run line lacks %s: %v", k, run)
+		}
+	}
+	if run["span_id"] == request["span_id"] {
+		t.Errorf("the run line names the server span, not the run's")
+	}
+	logs.mu.Lock()
+	all := logs.buf.String()
+	logs.mu.Unlock()
+	if strings.Contains(all, "weather in Berlin") || strings.Contains(all, "temperature") {
+		t.Errorf("the log holds message contents:\n%s", all)
+	}
+}

@@ -1,0 +1,264 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/httpapi"
+)
+
+// This file holds every metric the service exports. Names follow the
+// Prometheus conventions (base units, _total for counters, _seconds for
+// durations); label values come from small, fixed sets (route patterns,
+// model ids, personalities, tool names, finish reasons), never from
+// thread, user or run ids.
+
+const namespace = "companion"
+
+// Outcome label values of model and tool calls.
+const (
+	outcomeOK    = "ok"
+	outcomeError = "error"
+)
+
+// Token type label values of companion_tokens_total.
+const (
+	tokenInput     = "input"
+	tokenOutput    = "output"
+	tokenReasoning = "reasoning"
+	tokenCached    = "cached"
+)
+
+// Metrics records the service's Prometheus metrics. It is the agent's and
+// the HTTP server's Observer, and is safe for concurrent use.
+type Metrics struct {
+	httpRequests  *prometheus.CounterVec
+	httpDuration  *prometheus.HistogramVec
+	streamsOpen   prometheus.Gauge
+	firstEvent    prometheus.Histogram
+	firstText     prometheus.Histogram
+	runsInFlight  prometheus.Gauge
+	runs          *prometheus.CounterVec
+	runDuration   *prometheus.HistogramVec
+	runSteps      *prometheus.HistogramVec
+	tokens        *prometheus.CounterVec
+	modelCalls    *prometheus.CounterVec
+	modelDuration *prometheus.HistogramVec
+	toolCalls     *prometheus.CounterVec
+	toolDuration  *prometheus.HistogramVec
+}
+
+var (
+	_ agent.Observer   = (*Metrics)(nil)
+	_ httpapi.Observer = (*Metrics)(nil)
+)
+
+// NewMetrics defines the service's metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	// Buckets, in seconds. Requests, runs and model calls span milliseconds
+	// on the fake model to minutes on a slow real one.
+	var (
+		latencyBuckets    = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}
+		firstEventBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}
+		toolBuckets       = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+		stepBuckets       = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+	)
+	model := []string{"provider", "model"}
+	m := &Metrics{
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "http_requests_total",
+			Help: "HTTP requests answered, by method, route pattern and status code.",
+		}, []string{"method", "route", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, to the end of the body (a stream's whole length), by method, route pattern and status code.",
+			Buckets: latencyBuckets,
+		}, []string{"method", "route", "code"}),
+		streamsOpen: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "streams_open",
+			Help: "Event streams open now.",
+		}),
+		firstEvent: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "stream_time_to_first_event_seconds",
+			Help:    "Time from a stream request's arrival to its first event on the wire.",
+			Buckets: firstEventBuckets,
+		}),
+		firstText: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "stream_time_to_first_text_seconds",
+			Help:    "Time from a stream request's arrival to its first text event on the wire (time to first token).",
+			Buckets: firstEventBuckets,
+		}),
+		runsInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "runs_in_flight",
+			Help: "Agent runs in progress now.",
+		}),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "runs_total",
+			Help: "Agent runs finished, by provider, model, personality and finish reason (stop, length, tool_calls, content_filter, error, other).",
+		}, []string{"provider", "model", "personality", "finish_reason"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "run_duration_seconds",
+			Help:    "Length of agent runs, by provider and model.",
+			Buckets: latencyBuckets,
+		}, model),
+		runSteps: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "run_steps",
+			Help:    "Steps (model calls) per agent run, by provider and model.",
+			Buckets: stepBuckets,
+		}, model),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tokens_total",
+			Help: "Tokens the model reported, by type (input, output; reasoning, a part of output; cached, a part of input), provider, model and personality.",
+		}, []string{"type", "provider", "model", "personality"}),
+		modelCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "model_calls_total",
+			Help: "Model calls, by provider, model and outcome (ok, error).",
+		}, []string{"provider", "model", "outcome"}),
+		modelDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "model_call_duration_seconds",
+			Help:    "Length of model calls, from request to finish or failure, by provider and model.",
+			Buckets: latencyBuckets,
+		}, model),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tool_calls_total",
+			Help: "Tool calls, by tool and outcome (ok, error); _OTHER is a tool the model asked for that does not exist.",
+		}, []string{"tool", "outcome"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "tool_call_duration_seconds",
+			Help:    "Length of tool calls, by tool and outcome.",
+			Buckets: toolBuckets,
+		}, []string{"tool", "outcome"}),
+	}
+	for _, c := range []prometheus.Collector{
+		m.httpRequests, m.httpDuration, m.streamsOpen, m.firstEvent, m.firstText, m.runsInFlight, m.runs,
+		m.runDuration, m.runSteps, m.tokens, m.modelCalls, m.modelDuration, m.toolCalls, m.toolDuration,
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// NewRegistry returns a registry holding the Go runtime, process and build
+// information collectors, for NewMetrics to add the service's own to.
+func NewRegistry() (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewBuildInfoCollector(),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// Handler serves reg's metrics in the Prometheus exposition format.
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Known creates the series of a model and its tools at zero, so that
+// dashboards and alert ratios read 0, not "no data", before the first
+// failure (the Prometheus advice for label values known in advance).
+func (m *Metrics) Known(provider, model string, tools ...string) {
+	for _, o := range []string{outcomeOK, outcomeError} {
+		m.modelCalls.WithLabelValues(provider, model, o)
+		for _, t := range tools {
+			m.toolCalls.WithLabelValues(t, o)
+		}
+	}
+}
+
+// RequestServed implements httpapi.Observer.
+func (m *Metrics) RequestServed(method, route string, status int, elapsed time.Duration) {
+	method, code := boundedMethod(method), strconv.Itoa(status)
+	m.httpRequests.WithLabelValues(method, route, code).Inc()
+	m.httpDuration.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+}
+
+// StreamOpened implements httpapi.Observer.
+func (m *Metrics) StreamOpened() { m.streamsOpen.Inc() }
+
+// StreamClosed implements httpapi.Observer.
+func (m *Metrics) StreamClosed() { m.streamsOpen.Dec() }
+
+// StreamFirstEvent implements httpapi.Observer.
+func (m *Metrics) StreamFirstEvent(elapsed time.Duration) { m.firstEvent.Observe(elapsed.Seconds()) }
+
+// StreamFirstText implements httpapi.Observer.
+func (m *Metrics) StreamFirstText(elapsed time.Duration) { m.firstText.Observe(elapsed.Seconds()) }
+
+// RunStarted implements agent.Observer.
+func (m *Metrics) RunStarted(context.Context, agent.RunInfo) { m.runsInFlight.Inc() }
+
+// RunFinished implements agent.Observer.
+func (m *Metrics) RunFinished(_ context.Context, run agent.RunInfo, s agent.RunStats) {
+	m.runsInFlight.Dec()
+	m.runs.WithLabelValues(run.Provider, run.Model, run.Personality, boundedFinish(s.FinishReason)).Inc()
+	m.runDuration.WithLabelValues(run.Provider, run.Model).Observe(s.Duration.Seconds())
+	m.runSteps.WithLabelValues(run.Provider, run.Model).Observe(float64(s.Steps))
+}
+
+// ModelCalled implements agent.Observer. Tokens are counted per call, as
+// they are spent, so a run that fails later still counts the calls it made.
+func (m *Metrics) ModelCalled(_ context.Context, c agent.ModelCallStats) {
+	outcome := outcomeOK
+	if c.Err != nil {
+		outcome = outcomeError
+	}
+	m.modelCalls.WithLabelValues(c.Provider, c.Model, outcome).Inc()
+	m.modelDuration.WithLabelValues(c.Provider, c.Model).Observe(c.Duration.Seconds())
+	if c.Finish == nil {
+		return
+	}
+	u := c.Finish.Usage
+	for _, t := range []struct {
+		typ string
+		n   int
+	}{{tokenInput, u.InputTokens}, {tokenOutput, u.OutputTokens}, {tokenReasoning, u.ReasoningTokens}, {tokenCached, u.CachedInputTokens}} {
+		// Adding 0 still creates the series: every type reads 0, not absent.
+		m.tokens.WithLabelValues(t.typ, c.Provider, c.Model, c.Personality).Add(float64(max(t.n, 0)))
+	}
+}
+
+// ToolCalled implements agent.Observer.
+func (m *Metrics) ToolCalled(_ context.Context, c agent.ToolCallStats) {
+	outcome := outcomeOK
+	if c.Err != nil {
+		outcome = outcomeError
+	}
+	m.toolCalls.WithLabelValues(c.Tool, outcome).Inc()
+	m.toolDuration.WithLabelValues(c.Tool, outcome).Observe(c.Duration.Seconds())
+}
+
+// boundedMethod keeps the method label to the standard methods.
+func boundedMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
+}
+
+// boundedFinish keeps the finish reason label to a known set: a provider
+// could report anything.
+func boundedFinish(r string) string {
+	switch r {
+	case api.FinishStop, api.FinishLength, api.FinishToolCalls, api.FinishError, "content_filter":
+		return r
+	}
+	return "other"
+}
