@@ -40,7 +40,8 @@ func started(t *testing.T, ctx context.Context, env map[string]string, args ...s
 	}()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, io.Discard, pw)
+		db := "sqlite://" + filepath.Join(t.TempDir(), "companion.db")
+		err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-database-url", db}, args...), func(k string) string { return env[k] }, io.Discard, pw)
 		pw.Close()
 		done <- err
 	}()
@@ -238,7 +239,7 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "serve", "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "COMPANION_LOG_LEVEL=info")
+	cmd.Env = append(os.Environ(), "COMPANION_LOG_LEVEL=info", "COMPANION_DATABASE_URL=sqlite://"+filepath.Join(t.TempDir(), "companion.db"))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
