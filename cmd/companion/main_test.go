@@ -184,6 +184,23 @@ func TestConfig(t *testing.T) {
 				t.Errorf("config %s", c)
 			}
 		}},
+		{name: "memory defaults", check: func(t *testing.T, c string) {
+			for _, want := range []string{"DatabaseURL:sqlite://data/companion.db", "HistoryWindow:20", "LockWait:30s"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "memory settings", env: map[string]string{"COMPANION_DATABASE_URL": "postgres://db/x", "COMPANION_HISTORY_WINDOW": "8"}, args: []string{"-lock-wait", "0"}, check: func(t *testing.T, c string) {
+			for _, want := range []string{"DatabaseURL:postgres://db/x", "HistoryWindow:8", "LockWait:0s"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "bad database url", args: []string{"-database-url", "mysql://x"}, wantErr: "database URL must start with sqlite:// or postgres://"},
+		{name: "sqlite url without a file", args: []string{"-database-url", "sqlite://"}, wantErr: "names no file"},
+		{name: "negative history window", args: []string{"-history-window", "-1"}, wantErr: "history window must not be negative"},
 		{name: "bad env number", env: map[string]string{"COMPANION_MAX_STEPS": "many"}, wantErr: `$COMPANION_MAX_STEPS: "many" is not a whole number`},
 		{name: "bad env duration", env: map[string]string{"COMPANION_SHUTDOWN_GRACE": "soon"}, wantErr: `$COMPANION_SHUTDOWN_GRACE: "soon" is not a duration`},
 		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},
