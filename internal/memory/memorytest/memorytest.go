@@ -636,10 +636,11 @@ func Seed(tb testing.TB, s memory.Store, id string, n int) {
 }
 
 // BenchHistory measures what a turn reads of its thread before the run: the
-// lock, the thread, and the tail of window messages; for a thread of 10
-// messages and one of 100,000. The two should cost about the same.
+// lock, the thread, and the tail of window messages; for threads of 10, 20
+// (a full window) and 100,000 messages. The last two read the same rows and
+// should cost about the same.
 func BenchHistory(b *testing.B, h Harness) {
-	for _, n := range []int{10, 100_000} {
+	for _, n := range []int{10, 20, 100_000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
 			s := h.open(b)
 			Seed(b, s, "bench", n)
