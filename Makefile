@@ -1,15 +1,21 @@
 # The README's two commands are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test golden check build fakes
+.PHONY: run test services golden check build fakes
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
 	$(GO) run ./cmd/companion serve
 
 ## test: the whole suite, with the race detector, as CI runs it
-test: check
+test: services check
 	$(GO) test -race -count=1 ./...
+
+## services: PostgreSQL and Prometheus for the tests that use them (started
+## or installed when missing; outside CI a failure only skips those tests)
+services:
+	@bash .ci/postgres || { [ "$$CI" != true ] && echo "PostgreSQL is not available: the tests that need it will be skipped"; }
+	@bash .ci/prometheus || { [ "$$CI" != true ] && echo "Prometheus is not available: the tests that need it will be skipped"; }
 
 ## check: formatting, vet and a tidy go.mod
 check:

@@ -26,6 +26,9 @@ type goldenCase struct {
 	status int
 	// only limits the case to one endpoint ("generate" or "stream").
 	only string
+	// before are generate requests sent first, on the same thread; their
+	// output is not recorded.
+	before []string
 }
 
 func msg(role, content string) string {
@@ -52,6 +55,10 @@ var cases = []goldenCase{
 	{name: "history-and-system", status: 200, body: run("guru", `,"tracingOptions":{"metadata":{"personality":"philosopher"}}`,
 		msg("system", "Answer in a single paragraph."), msg("user", "My name is Sam."),
 		msg("assistant", "Nice to meet you, Sam!"), msg("user", "What is a good hobby for me?"))},
+	// Conversation memory: the client sends only its newest message, and
+	// the reply recalls the earlier turn stored in the thread.
+	{name: "recall", status: 200, before: []string{run("friend", "", msg("user", "My name is Sam."))},
+		body: run("friend", "", msg("user", "What is a good hobby for me?"))},
 	// The weather tool: one place, two places at once, and its failures.
 	{name: "weather", status: 200, body: run("friend", "", msg("user", "What's the weather in Berlin?"))},
 	{name: "weather-two-places", status: 200, body: run("guru", "", msg("user", "What's the weather in Paris and Tokyo?"))},
@@ -104,12 +111,23 @@ func indent(t *testing.T, b []byte) []byte {
 }
 
 func TestGolden(t *testing.T) {
-	svc := apptest.Start(t, nil)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each request runs on a service of its own, with a fresh
+			// database: no case recalls the turns of another, and generate
+			// and stream see the same history.
+			post := func(path string) (*http.Response, []byte) {
+				svc := apptest.Start(t, nil)
+				for _, b := range tc.before {
+					if res, body := svc.Post(t, "/api/agents/companionAgent/generate", b); res.StatusCode != http.StatusOK {
+						t.Fatalf("request before the case: %d %s", res.StatusCode, body)
+					}
+				}
+				return svc.Post(t, path, tc.body)
+			}
 			var gen []byte
 			if tc.only != "stream" {
-				res, body := svc.Post(t, "/api/agents/companionAgent/generate", tc.body)
+				res, body := post("/api/agents/companionAgent/generate")
 				if res.StatusCode != tc.status || res.Header.Get("Content-Type") != "application/json" {
 					t.Fatalf("generate: %d %s, want %d JSON\n%s", res.StatusCode, res.Header.Get("Content-Type"), tc.status, body)
 				}
@@ -117,7 +135,7 @@ func TestGolden(t *testing.T) {
 				testkit.Golden(t, filepath.Join("generate", tc.name+".json"), normalize(gen))
 			}
 			if tc.only != "generate" {
-				res, body := svc.Post(t, "/api/agents/companionAgent/stream", tc.body)
+				res, body := post("/api/agents/companionAgent/stream")
 				if res.StatusCode != tc.status {
 					t.Fatalf("stream: %d, want %d\n%s", res.StatusCode, tc.status, body)
 				}

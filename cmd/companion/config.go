@@ -103,6 +103,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		errs = append(errs, err)
 	}
 	cfg.OTLPProtocol = otlp
+	str(&cfg.DatabaseURL, setting{"database-url", "COMPANION_DATABASE_URL", "conversation store: sqlite://PATH or postgres://USER@HOST/DB"}, def.DatabaseURL)
+	num(&cfg.HistoryWindow, setting{"history-window", "COMPANION_HISTORY_WINDOW", "how many stored messages of a thread each run sees"}, def.HistoryWindow)
+	dur(&cfg.LockWait, setting{"lock-wait", "COMPANION_LOCK_WAIT", "how long a turn waits for the thread's previous turn before it is refused with 409"}, def.LockWait)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -127,6 +130,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		errs = append(errs, errors.New("max body bytes must be at least 1024"))
 	case cfg.ShutdownGrace < 0 || cfg.WeatherTimeout <= 0:
 		errs = append(errs, errors.New("shutdown grace must not be negative and the weather timeout must be positive"))
+	case cfg.HistoryWindow < 0:
+		errs = append(errs, errors.New("history window must not be negative"))
+	case cfg.LockWait < 0:
+		errs = append(errs, errors.New("lock wait must not be negative"))
+	}
+	if u := cfg.DatabaseURL; !strings.HasPrefix(u, "sqlite://") && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
+		errs = append(errs, errors.New("database URL must start with sqlite:// or postgres://"))
+	} else if u == "sqlite://" {
+		errs = append(errs, errors.New("database URL sqlite:// names no file: use e.g. sqlite://data/companion.db"))
 	}
 	for _, u := range []string{cfg.WeatherGeocodingURL, cfg.WeatherForecastURL} {
 		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {

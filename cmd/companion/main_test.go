@@ -40,7 +40,8 @@ func started(t *testing.T, ctx context.Context, env map[string]string, args ...s
 	}()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, io.Discard, pw)
+		db := "sqlite://" + filepath.Join(t.TempDir(), "companion.db")
+		err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-database-url", db}, args...), func(k string) string { return env[k] }, io.Discard, pw)
 		pw.Close()
 		done <- err
 	}()
@@ -190,8 +191,22 @@ func TestConfig(t *testing.T) {
 				}
 			}
 		}},
+		{name: "memory defaults", check: func(t *testing.T, c string) {
+			for _, want := range []string{"DatabaseURL:sqlite://data/companion.db", "HistoryWindow:20", "LockWait:30s"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
 		{name: "no tracing by default", check: func(t *testing.T, c string) {
 			for _, want := range []string{"TraceContent:false", "OTLPProtocol: "} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "memory settings", env: map[string]string{"COMPANION_DATABASE_URL": "postgres://db/x", "COMPANION_HISTORY_WINDOW": "8"}, args: []string{"-lock-wait", "0"}, check: func(t *testing.T, c string) {
+			for _, want := range []string{"DatabaseURL:postgres://db/x", "HistoryWindow:8", "LockWait:0s"} {
 				if !strings.Contains(c, want) {
 					t.Errorf("config %s lacks %s", c, want)
 				}
@@ -204,6 +219,9 @@ func TestConfig(t *testing.T) {
 		}},
 		{name: "bad env bool", env: map[string]string{"COMPANION_TRACE_CONTENT": "sometimes"}, wantErr: `$COMPANION_TRACE_CONTENT: "sometimes" is not true or false`},
 		{name: "bad OTLP protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json" is not supported`},
+		{name: "bad database url", args: []string{"-database-url", "mysql://x"}, wantErr: "database URL must start with sqlite:// or postgres://"},
+		{name: "sqlite url without a file", args: []string{"-database-url", "sqlite://"}, wantErr: "names no file"},
+		{name: "negative history window", args: []string{"-history-window", "-1"}, wantErr: "history window must not be negative"},
 		{name: "bad env number", env: map[string]string{"COMPANION_MAX_STEPS": "many"}, wantErr: `$COMPANION_MAX_STEPS: "many" is not a whole number`},
 		{name: "bad env duration", env: map[string]string{"COMPANION_SHUTDOWN_GRACE": "soon"}, wantErr: `$COMPANION_SHUTDOWN_GRACE: "soon" is not a duration`},
 		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},
@@ -259,7 +277,7 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "serve", "-addr", "127.0.0.1:0")
-	cmd.Env = append(os.Environ(), "COMPANION_LOG_LEVEL=info")
+	cmd.Env = append(os.Environ(), "COMPANION_LOG_LEVEL=info", "COMPANION_DATABASE_URL=sqlite://"+filepath.Join(t.TempDir(), "companion.db"))
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -99,6 +99,9 @@ type UIMetadata struct {
 	CreatedAt  string `json:"createdAt"`
 	ThreadID   string `json:"threadId"`
 	ResourceID string `json:"resourceId"`
+	// Pending marks a stored message that no reply answers yet (its run
+	// failed, or is under way); it is left out otherwise.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // UIPart is one part of a UIMessage. Text parts have Type "text" and Text.

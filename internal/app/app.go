@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -22,6 +23,9 @@ import (
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/memory/postgres"
+	"github.com/companionhq/companion/internal/memory/sqlite"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
@@ -56,6 +60,14 @@ type Config struct {
 	// SpanExporter, when set, receives every span as it ends; tests give an
 	// in-memory one.
 	SpanExporter sdktrace.SpanExporter
+	// DatabaseURL chooses the conversation store: sqlite://PATH (a file,
+	// created with its directory) or postgres://... (postgresql:// too).
+	DatabaseURL string
+	// HistoryWindow is how many stored messages of a thread each run sees.
+	HistoryWindow int
+	// LockWait is how long a turn waits for the thread's previous turn
+	// before it is refused with 409.
+	LockWait time.Duration
 }
 
 // Defaults returns the configuration the service runs with when nothing is
@@ -69,8 +81,15 @@ func Defaults() Config {
 		WeatherGeocodingURL: "https://geocoding-api.open-meteo.com",
 		WeatherForecastURL:  "https://api.open-meteo.com",
 		WeatherTimeout:      10 * time.Second,
+		DatabaseURL:         DefaultDatabaseURL,
+		HistoryWindow:       memory.DefaultWindow,
+		LockWait:            memory.DefaultLockWait,
 	}
 }
+
+// DefaultDatabaseURL is a SQLite file under ./data/, relative to the
+// working directory.
+const DefaultDatabaseURL = "sqlite://data/companion.db"
 
 // App is the assembled service.
 type App struct {
@@ -79,6 +98,7 @@ type App struct {
 	handler http.Handler
 	model   model.Model
 	tracing *sdktrace.TracerProvider
+	store   memory.Store
 }
 
 // tracerName is the instrumentation scope of the agent's spans.
@@ -135,13 +155,25 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
+	store, err := OpenStore(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait, Logger: log})
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
 	return &App{
 		cfg:     cfg,
 		log:     log,
 		model:   m,
 		tracing: tp,
+		store:   store,
 		handler: httpapi.NewServer(httpapi.Config{
-			Runner:         ag,
+			Runner:         mem,
+			Threads:        mem,
+			Ready:          mem.Ping,
 			Logger:         log,
 			MaxBodyBytes:   cfg.MaxBodyBytes,
 			TracerProvider: tp,
@@ -156,15 +188,58 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 // Handler is the service's HTTP API.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Close releases what New opened: it flushes the spans still buffered for
-// export, waiting a few seconds at most.
+// Close releases what New opened: it closes the store and flushes the
+// spans still buffered for export, waiting a few seconds at most.
 func (a *App) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := a.tracing.Shutdown(ctx); err != nil {
-		return fmt.Errorf("flushing spans: %w", err)
+	var errs []error
+	if err := a.store.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}
-	return nil
+	if err := a.tracing.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("flushing spans: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// OpenStore opens the conversation store that url names: sqlite://PATH or
+// postgres://... It migrates the database to the current schema.
+func OpenStore(ctx context.Context, url string) (memory.Store, error) {
+	switch {
+	case strings.HasPrefix(url, "sqlite://"):
+		path := strings.TrimPrefix(url, "sqlite://")
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("opening the database: %w", err)
+		}
+		return s, nil
+	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			return nil, fmt.Errorf("opening the database: %w", err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("the database URL must start with sqlite:// (a file) or postgres:// (a server), not %q", redact(url))
+}
+
+// redact drops what may be a password from a URL for messages.
+func redact(url string) string {
+	if scheme, rest, ok := strings.Cut(url, "://"); ok {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			return scheme + "://...@" + rest[at+1:]
+		}
+	}
+	return url
+}
+
+// DatabaseKind names the store a database URL selects, for logs.
+func DatabaseKind(url string) string {
+	if strings.HasPrefix(url, "sqlite://") {
+		return "sqlite"
+	}
+	return "postgres"
 }
 
 // newModel builds the model the configuration names.
@@ -202,7 +277,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	a.log.Info("listening", slog.String("addr", ln.Addr().String()),
 		slog.String("model", a.model.Provider()+"/"+a.model.ID()), slog.Int("max_steps", a.cfg.MaxSteps),
 		slog.Duration("shutdown_grace", a.cfg.ShutdownGrace), slog.String("spans", spans),
-		slog.Bool("trace_content", a.cfg.TraceContent), slog.String("metrics", "/metrics"))
+		slog.Bool("trace_content", a.cfg.TraceContent), slog.String("metrics", "/metrics"),
+		slog.String("database", DatabaseKind(a.cfg.DatabaseURL)),
+		slog.Int("history_window", a.cfg.HistoryWindow), slog.Duration("lock_wait", a.cfg.LockWait))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

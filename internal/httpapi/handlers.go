@@ -1,10 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/companionhq/companion/internal/apperr"
 )
 
 // handleHealth serves GET /health: the process is up and serving.
@@ -13,6 +16,25 @@ func (s *Server) handleHealth() http.HandlerFunc {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	}
 }
+
+// handleReady serves GET /ready: the service can answer, its database
+// included. It answers 503 while a dependency fails.
+func (s *Server) handleReady() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := s.cfg.Ready(ctx); err != nil {
+				s.writeError(w, r, apperr.Wrap(apperr.Unavailable, err, "not ready: the database does not answer"))
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	}
+}
+
+// readyTimeout bounds a readiness check.
+const readyTimeout = 2 * time.Second
 
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run
 // as one JSON body.

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"iter"
 	"log/slog"
@@ -145,9 +146,13 @@ func TestScenarios(t *testing.T) {
 func TestEveryRequestIsAnswered(t *testing.T) {
 	svc := apptest.Start(t, nil)
 	for _, p := range []string{"guru", "wanderer", "friend", "philosopher"} {
-		for _, q := range []string{"How are you?", "What's the weather in London and Atlantis?"} {
-			b := `{"threadId":"t","resourceId":"r","messages":[{"role":"user","content":"` + q + `"}],"runtimeContext":{"metadata":{"personality":"` + p + `"}}}`
-			res, gen := svc.Post(t, generatePath, b)
+		for i, q := range []string{"How are you?", "What's the weather in London and Atlantis?"} {
+			// Generate and stream each start a thread of their own, so that
+			// both answer the same conversation.
+			b := func(endpoint string) string {
+				return `{"threadId":"t-` + p + `-` + fmt.Sprint(i) + `-` + endpoint + `","resourceId":"r","messages":[{"role":"user","content":"` + q + `"}],"runtimeContext":{"metadata":{"personality":"` + p + `"}}}`
+			}
+			res, gen := svc.Post(t, generatePath, b("generate"))
 			if res.StatusCode != 200 {
 				t.Fatalf("%s %q: %d %s", p, q, res.StatusCode, gen)
 			}
@@ -158,7 +163,7 @@ func TestEveryRequestIsAnswered(t *testing.T) {
 			if err := json.Unmarshal(gen, &g); err != nil {
 				t.Fatal(err)
 			}
-			res, stream := svc.Post(t, streamPath, b)
+			res, stream := svc.Post(t, streamPath, b("stream"))
 			if res.StatusCode != 200 {
 				t.Fatalf("%s %q: %d", p, q, res.StatusCode)
 			}

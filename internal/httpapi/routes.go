@@ -26,8 +26,16 @@ func (s *Server) routes() chi.Router {
 	r.Get("/health", s.handleHealth())
 	r.Post("/api/agents/{agentId}/generate", s.handleGenerate())
 	r.Post("/api/agents/{agentId}/stream", s.handleStream())
+	r.Get("/ready", s.handleReady())
 	if s.cfg.Metrics != nil {
 		r.Method(http.MethodGet, metricsPath, s.cfg.Metrics)
+	}
+	if s.cfg.Threads != nil {
+		r.Get("/api/memory/threads", s.handleListThreads())
+		r.Get("/api/memory/threads/{threadId}", s.handleGetThread())
+		r.Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
+		r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())
+		r.Get("/api/memory/threads/{threadId}/messages", s.handleListMessages())
 	}
 	return r
 }

@@ -57,6 +57,12 @@ const DefaultMaxBodyBytes = 1 << 20
 // Config holds the server's dependencies.
 type Config struct {
 	Runner Runner
+	// Threads serves the threads API (/api/memory/threads); nil leaves it
+	// out.
+	Threads Threads
+	// Ready checks what the service depends on, for GET /ready; nil is
+	// always ready.
+	Ready func(ctx context.Context) error
 	// Logger gets a line per request; nil discards.
 	Logger *slog.Logger
 	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.

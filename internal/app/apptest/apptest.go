@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 
 	"github.com/companionhq/companion/fakes/openmeteo"
 	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 )
 
 // Service is a running in-process service.
@@ -22,8 +24,9 @@ type Service struct {
 	OpenMeteo *openmeteo.Server
 }
 
-// Start runs the service until the test ends. configure, when not nil, may
-// change the configuration before the app is built.
+// Start runs the service until the test ends, on a fresh SQLite database in
+// the test's temporary directory. configure, when not nil, may change the
+// configuration before the app is built.
 func Start(t testing.TB, configure func(*app.Config)) *Service {
 	t.Helper()
 	return StartLogged(t, nil, configure)
@@ -39,6 +42,7 @@ func StartLogged(t testing.TB, log *slog.Logger, configure func(*app.Config)) *S
 	cfg := app.Defaults()
 	cfg.WeatherGeocodingURL = omSrv.URL
 	cfg.WeatherForecastURL = omSrv.URL
+	cfg.DatabaseURL = SQLiteURL(t)
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -78,4 +82,18 @@ func (s *Service) Do(t testing.TB, method, path, body string) (*http.Response, [
 		t.Fatalf("%s %s: reading the body: %v", method, path, err)
 	}
 	return res, b
+}
+
+// SQLiteURL is the URL of a new SQLite file in the test's temporary directory.
+func SQLiteURL(t testing.TB) string {
+	return "sqlite://" + filepath.Join(t.TempDir(), "companion.db")
+}
+
+// EachDatabase runs f as a subtest once per store, each on a fresh
+// database: "sqlite" (a file) and "postgres" (a schema of its own; skipped
+// when PostgreSQL is unreachable, except in CI, where that fails).
+func EachDatabase(t *testing.T, f func(t *testing.T, databaseURL string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { f(t, SQLiteURL(t)) })
+	t.Run("postgres", func(t *testing.T) { f(t, pgtest.URL(t)) })
 }

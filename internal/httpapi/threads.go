@@ -1,0 +1,228 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/apperr"
+)
+
+// Threads is the conversation memory as the threads API uses it. Each call
+// names the resource asking; only its own threads are listed, read or
+// changed. The memory layer (internal/memory) is one.
+type Threads interface {
+	ListThreads(ctx context.Context, q api.ThreadQuery) (api.ThreadList, error)
+	Thread(ctx context.Context, threadID, resourceID string) (api.Thread, error)
+	Messages(ctx context.Context, threadID, resourceID string, q api.PageQuery) (api.MessageList, error)
+	UpdateThread(ctx context.Context, threadID, resourceID string, u api.ThreadUpdate) (api.Thread, error)
+	DeleteThread(ctx context.Context, threadID, resourceID string) error
+}
+
+// handleListThreads serves GET /api/memory/threads: a page of a resource's
+// threads, newest first.
+func (s *Server) handleListThreads() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		tq := api.ThreadQuery{OrderBy: "createdAt", SortDirection: "DESC"}
+		var err error
+		if tq.ResourceID, err = resourceParam(q, true); err == nil {
+			err = agentParam(q)
+		}
+		if err == nil {
+			tq.Page, tq.PerPage, err = pageParams(q)
+		}
+		if err == nil {
+			tq.OrderBy, tq.SortDirection, err = orderParams(q)
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		list, err := s.cfg.Threads.ListThreads(r.Context(), tq)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, list)
+	}
+}
+
+// handleGetThread serves GET /api/memory/threads/{threadId}.
+func (s *Server) handleGetThread() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, rid, err := threadParams(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		th, err := s.cfg.Threads.Thread(r.Context(), id, rid)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, th)
+	}
+}
+
+// handleListMessages serves GET /api/memory/threads/{threadId}/messages: a
+// page of the thread's messages, oldest first.
+func (s *Server) handleListMessages() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, rid, err := threadParams(r)
+		var pq api.PageQuery
+		if err == nil {
+			pq.Page, pq.PerPage, err = pageParams(r.URL.Query())
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		list, err := s.cfg.Threads.Messages(r.Context(), id, rid, pq)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, list)
+	}
+}
+
+// handleUpdateThread serves PATCH /api/memory/threads/{threadId}: a new
+// title, new metadata, or both.
+func (s *Server) handleUpdateThread() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, rid, err := threadParams(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		var wire struct {
+			Title      *string         `json:"title"`
+			Metadata   json.RawMessage `json:"metadata"`
+			ResourceID *string         `json:"resourceId"`
+		}
+		if err := decodeJSON(body, &wire); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if wire.ResourceID != nil && strings.TrimSpace(*wire.ResourceID) != rid {
+			s.writeError(w, r, apperr.New(apperr.Invalid, "resourceId cannot be changed: a thread belongs to the resource that created it"))
+			return
+		}
+		u := api.ThreadUpdate{Title: wire.Title}
+		if len(wire.Metadata) > 0 && string(wire.Metadata) != "null" {
+			u.Metadata = wire.Metadata
+		}
+		th, err := s.cfg.Threads.UpdateThread(r.Context(), id, rid, u)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, th)
+	}
+}
+
+// handleDeleteThread serves DELETE /api/memory/threads/{threadId}: the
+// thread and its messages. A turn in progress on it finishes first.
+func (s *Server) handleDeleteThread() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, rid, err := threadParams(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.cfg.Threads.DeleteThread(r.Context(), id, rid); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.DeleteResult{Result: "Thread deleted"})
+	}
+}
+
+// threadParams reads {threadId}, resourceId and agentId.
+func threadParams(r *http.Request) (string, string, error) {
+	raw := chi.URLParam(r, "threadId")
+	// chi matches the escaped path when there is one.
+	id, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", "", apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", raw)
+	}
+	id = strings.TrimSpace(id)
+	if id == "" || len(id) > maxIDLen {
+		return "", "", apperr.New(apperr.Invalid, "threadId must be 1 to %d bytes", maxIDLen)
+	}
+	q := r.URL.Query()
+	if err := agentParam(q); err != nil {
+		return "", "", err
+	}
+	rid, err := resourceParam(q, false)
+	return id, rid, err
+}
+
+func resourceParam(q url.Values, required bool) (string, error) {
+	rid := strings.TrimSpace(q.Get("resourceId"))
+	switch {
+	case required && rid == "":
+		return "", apperr.New(apperr.Invalid, "resourceId is required: threads are listed per resource, e.g. ?resourceId=user-1")
+	case len(rid) > maxIDLen:
+		return "", apperr.New(apperr.Invalid, "resourceId is longer than %d bytes", maxIDLen)
+	}
+	return rid, nil
+}
+
+// agentParam checks the optional agentId: the only agent's threads are all
+// there are.
+func agentParam(q url.Values) error {
+	if id := q.Get("agentId"); id != "" {
+		return agentID(id)
+	}
+	return nil
+}
+
+// pageParams reads page (from 0) and perPage.
+func pageParams(q url.Values) (page, perPage int, err error) {
+	perPage = api.DefaultPerPage
+	if v := q.Get("page"); v != "" {
+		if page, err = strconv.Atoi(v); err != nil || page < 0 {
+			return 0, 0, apperr.New(apperr.Invalid, "page must be a whole number from 0, not %q", v)
+		}
+	}
+	if v := q.Get("perPage"); v != "" {
+		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > api.MaxPerPage {
+			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", api.MaxPerPage, v)
+		}
+	}
+	// The offset must stay a sane number.
+	if page > 1<<31/perPage {
+		return 0, 0, apperr.New(apperr.Invalid, "page %d is too far", page)
+	}
+	return page, perPage, nil
+}
+
+func orderParams(q url.Values) (string, string, error) {
+	by, dir := "createdAt", "DESC"
+	if v := q.Get("orderBy"); v != "" {
+		if v != "createdAt" && v != "updatedAt" {
+			return "", "", apperr.New(apperr.Invalid, `orderBy must be "createdAt" or "updatedAt", not %q`, v)
+		}
+		by = v
+	}
+	if v := q.Get("sortDirection"); v != "" {
+		dir = strings.ToUpper(v)
+		if dir != "ASC" && dir != "DESC" {
+			return "", "", apperr.New(apperr.Invalid, `sortDirection must be "DESC" or "ASC", not %q`, v)
+		}
+	}
+	return by, dir, nil
+}

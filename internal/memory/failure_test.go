@@ -1,0 +1,198 @@
+package memory_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"iter"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/fakes/fakemodel"
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/api/apitest"
+	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// flaky is the fake model, failing on demand: before its first part, or
+// after it.
+type flaky struct {
+	mu                    sync.Mutex
+	failBefore, failAfter bool
+	fake                  *fakemodel.Model
+}
+
+func (f *flaky) set(before, after bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failBefore, f.failAfter = before, after
+}
+
+func (f *flaky) Provider() string { return "fake" }
+func (f *flaky) ID() string       { return "fake" }
+
+func (f *flaky) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
+	f.mu.Lock()
+	before, after := f.failBefore, f.failAfter
+	f.mu.Unlock()
+	broke := &model.Error{Kind: model.KindUpstream, Provider: "fake", Message: "it broke"}
+	return func(yield func(model.Part, error) bool) {
+		if before {
+			yield(model.Part{}, broke)
+			return
+		}
+		for p, err := range f.fake.Stream(ctx, req) {
+			if !yield(p, err) || err != nil {
+				return
+			}
+			if after {
+				yield(model.Part{}, broke)
+				return
+			}
+		}
+	}
+}
+
+// serveWith runs the memory layer over the real agent on m and the store
+// that db names (wrapped by wrap when not nil), and the HTTP API over it.
+func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) memory.Store) client {
+	t.Helper()
+	store, err := app.OpenStore(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	if wrap != nil {
+		store = wrap(store)
+	}
+	ag, err := agent.New(agent.Config{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: memory.DefaultWindow, LockWait: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: mem, Threads: mem}))
+	t.Cleanup(srv.Close)
+	return client{t: t, url: srv.URL}
+}
+
+// TestFailedRunKeepsTheMessage: the user's message is stored, pending, when
+// its run fails; a retry of it (with or without an id, alone or within the
+// whole conversation) does not store it again.
+func TestFailedRunKeepsTheMessage(t *testing.T) {
+	apptest.EachDatabase(t, func(t *testing.T, db string) {
+		m := &flaky{fake: fakemodel.New(fakemodel.Options{})}
+		c := serveWith(t, db, m, nil)
+		checkThread := func(want ...string) []api.UIMessage {
+			t.Helper()
+			stored := c.messages("t", "r")
+			var got []string
+			for _, s := range stored {
+				g := s.Role
+				if s.Metadata.Pending {
+					g += "(pending)"
+				}
+				got = append(got, g)
+			}
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Fatalf("the thread holds %v, want %v", got, want)
+			}
+			return stored
+		}
+
+		// Generate fails before the model answers: 502, the message stays.
+		m.set(true, false)
+		status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello there")))
+		expectError(t, "failed generate", status, b, 502, "fake model failed: it broke")
+		first := checkThread("user(pending)")[0]
+		// The same message again (no id): answered, not stored twice.
+		m.set(false, false)
+		r := c.turn(false, reqBody("t", "r", user("Hello there")))
+		if len(r.ui) != 2 || r.ui[0].ID != first.ID || r.ui[0].Metadata.Pending {
+			t.Fatalf("the retry's turn is %+v, want the stored message %s and the reply", r.ui, first.ID)
+		}
+		checkThread("user", "assistant")
+
+		// The stream fails after its first token: the message (with an id)
+		// stays; no partial reply is stored; a retry with the id answers it.
+		m.set(false, true)
+		status, b = c.do("POST", streamPath, reqBody("t", "r", api.Message{ID: "m2", Role: "user", Content: "Second"}))
+		events, err := apitest.ReadSSE(strings.NewReader(string(b)))
+		if status != 200 || err != nil || len(events) < 2 || events[len(events)-2].Type != "error" || events[len(events)-2].Error.Code != api.CodeModelError {
+			t.Fatalf("failed stream: %d %s", status, b)
+		}
+		if got := checkThread("user", "assistant", "user(pending)"); got[2].ID != "m2" {
+			t.Fatalf("stored id %s, want m2", got[2].ID)
+		}
+		m.set(false, false)
+		c.turn(true, reqBody("t", "r", api.Message{ID: "m2", Role: "user", Content: "Second"}))
+		stored := checkThread("user", "assistant", "user", "assistant")
+
+		// A client that resends everything, and retries after a failure.
+		convo := []api.Message{user(text(stored[0])), assistant(text(stored[1])), user(text(stored[2])), assistant(text(stored[3])), user("Third")}
+		m.set(true, false)
+		status, b = c.do("POST", generatePath, reqBody("t", "r", convo...))
+		expectError(t, "failed resend", status, b, 502, "it broke")
+		m.set(false, false)
+		r = c.turn(false, reqBody("t", "r", convo...))
+		if !strings.Contains(r.text, `You asked: "Third"`) {
+			t.Fatalf("the retry answers %s", r.text)
+		}
+		checkThread("user", "assistant", "user", "assistant", "user", "assistant")
+	})
+}
+
+// failingAnswers is a store whose replies cannot be saved.
+type failingAnswers struct{ memory.Store }
+
+func (f failingAnswers) Lock(ctx context.Context, id string, wait time.Duration) (memory.Turn, error) {
+	turn, err := f.Store.Lock(ctx, id, wait)
+	if err != nil {
+		return nil, err
+	}
+	return failingTurn{turn}, nil
+}
+
+type failingTurn struct{ memory.Turn }
+
+func (failingTurn) Answer(context.Context, memory.Message) ([]memory.Message, memory.Message, error) {
+	return nil, memory.Message{}, errors.New("disk full")
+}
+
+// TestReplyNotSaved: when the reply cannot be stored, the client is told:
+// the stream ends with an error instead of a normal run-finish, generate
+// answers 500. The message stays pending.
+func TestReplyNotSaved(t *testing.T) {
+	c := serveWith(t, apptest.SQLiteURL(t), fakemodel.New(fakemodel.Options{}), func(s memory.Store) memory.Store { return failingAnswers{s} })
+	status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello")))
+	expectError(t, "generate", status, b, 500, "the reply could not be saved to the thread")
+	status, b = c.do("POST", streamPath, reqBody("t", "r", user("Hello")))
+	events, err := apitest.ReadSSE(strings.NewReader(string(b)))
+	if err != nil || status != 200 {
+		t.Fatalf("stream: %d %v", status, err)
+	}
+	if err := apitest.Check(events); err != nil {
+		t.Fatal(err)
+	}
+	n := len(events)
+	last, errEv := events[n-1], events[n-2]
+	var fin api.RunFinishPayload
+	_ = json.Unmarshal(last.Payload, &fin)
+	if errEv.Type != "error" || errEv.Error.Code != api.CodeInternal || !strings.Contains(errEv.Error.Message, "could not be saved") || fin.FinishReason != "error" {
+		t.Fatalf("the stream ends with %s", b[len(b)-400:])
+	}
+	stored := c.messages("t", "r")
+	if len(stored) != 1 || !stored[0].Metadata.Pending {
+		t.Fatalf("the thread holds %+v", stored)
+	}
+}

@@ -1,0 +1,351 @@
+// Package memory gives the agent a memory: every turn of a thread is stored,
+// and each run sees the thread's recent history. It wraps the agent and
+// runs it the same way (it is a Runner too), adding, around each run:
+//
+//   - ownership: a thread belongs to the resourceId that created it, and a
+//     request naming it with another resourceId (or none) is refused;
+//   - one turn at a time: a run waits for the thread's turn lock, up to a
+//     bound, and is refused with a conflict after it;
+//   - de-duplication: messages the thread already holds are not stored
+//     again, by id when the client gives ids, else by the overlap between
+//     the request's messages and the stored tail (docs/memory.md);
+//   - persistence: the request's new messages are stored before the run
+//     (pending), the reply with the run that produced it, in one
+//     transaction that also marks what it answered.
+//
+// The stores live in subpackages (sqlite, postgres) and pass one suite,
+// memorytest.
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/apperr"
+)
+
+// Runner runs the agent; *agent.Agent is one.
+type Runner interface {
+	Run(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error)
+}
+
+// Defaults of Config.
+const (
+	// DefaultWindow is how many stored messages a run sees.
+	DefaultWindow = 20
+	// DefaultLockWait is how long a turn waits for the one before it.
+	DefaultLockWait = 30 * time.Second
+)
+
+// saveTimeout bounds storing a finished run's reply. The reply is stored
+// even when the client has gone, so it does not use the request's deadline.
+const saveTimeout = 15 * time.Second
+
+// Config holds a Memory's dependencies and settings.
+type Config struct {
+	Store  Store
+	Runner Runner
+	// Window is how many of the thread's latest stored messages a run
+	// sees, counted as model messages (a tool round counts as the assistant
+	// message that asked and one message per result). 0 means none.
+	Window int
+	// LockWait is how long a turn waits for the thread while another turn
+	// holds it, before it is refused with a conflict. 0 does not wait.
+	LockWait time.Duration
+	// Logger gets failures that no response carries; nil discards.
+	Logger *slog.Logger
+	// Now and NewID are the clock and the id source; tests fix them.
+	Now   func() time.Time
+	NewID func() string
+}
+
+// Memory is the agent with conversation memory, and the threads API. It is
+// safe for concurrent use.
+type Memory struct {
+	cfg Config
+}
+
+// New checks cfg and returns a Memory.
+func New(cfg Config) (*Memory, error) {
+	if cfg.Store == nil || cfg.Runner == nil {
+		return nil, errors.New("memory: a store and a runner are required")
+	}
+	if cfg.Window < 0 || cfg.LockWait < 0 {
+		return nil, errors.New("memory: the history window and the lock wait must not be negative")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = uuid.NewString
+	}
+	return &Memory{cfg: cfg}, nil
+}
+
+// Ping checks the store.
+func (m *Memory) Ping(ctx context.Context) error { return m.cfg.Store.Ping(ctx) }
+
+// Run runs one turn of in.ThreadID: it checks ownership, waits for the
+// thread's turn, stores the request's new messages, runs the agent on the
+// history window plus those messages, and stores the reply. The run-finish
+// event is held back until the reply is stored, so a client that sees it
+// can rely on the thread holding the reply.
+func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
+	if err := checkInput(in); err != nil {
+		return nil, err
+	}
+	// Refuse a foreign thread before waiting in its queue.
+	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		return nil, err
+	}
+	turn, err := m.lock(ctx, in.ThreadID)
+	if err != nil {
+		return nil, err
+	}
+	defer turn.Unlock()
+
+	now := m.cfg.Now()
+	th, err := turn.Open(ctx, Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		return nil, m.storeErr(err)
+	}
+	// Owned again under the lock: the thread may have been created or
+	// deleted and re-created meanwhile.
+	if err := owns(th, in.ResourceID); err != nil {
+		return nil, err
+	}
+
+	convo := 0
+	var ids []string
+	for _, msg := range in.Messages {
+		if msg.Role != api.RoleSystem {
+			convo++
+			if msg.ID != "" {
+				ids = append(ids, msg.ID)
+			}
+		}
+	}
+	tail, err := turn.Tail(ctx, max(m.cfg.Window, convo))
+	if err != nil {
+		return nil, m.storeErr(err)
+	}
+	known, err := turn.Known(ctx, ids)
+	if err != nil {
+		return nil, m.storeErr(err)
+	}
+	fresh := newMessages(in.Messages, tail, known)
+	if !answerable(in.Messages, fresh, tail) {
+		return nil, apperr.New(apperr.Conflict, "thread %q already holds every message of the request, and they have been answered: send a new message", in.ThreadID)
+	}
+	history, err := window(tail, m.cfg.Window)
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
+	}
+
+	// The new messages are stored before the run, pending: a run that fails
+	// leaves them in the thread, and a retry finds them there.
+	msgs := make([]api.Message, 0, len(in.Messages))
+	var rows []Message
+	isFresh := make(map[int]bool, len(fresh))
+	for _, i := range fresh {
+		isFresh[i] = true
+	}
+	for i, msg := range in.Messages {
+		if msg.Role == api.RoleSystem {
+			msgs = append(msgs, msg)
+			continue
+		}
+		if !isFresh[i] {
+			continue
+		}
+		if msg.ID == "" {
+			msg.ID = m.cfg.NewID()
+		}
+		parts, _ := json.Marshal([]api.UIPart{{Type: "text", Text: msg.Content}})
+		rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Parts: parts, Pending: true, CreatedAt: now})
+		msgs = append(msgs, msg)
+	}
+	if _, err := turn.Append(ctx, rows); err != nil {
+		return nil, m.storeErr(err)
+	}
+	in.History, in.Messages = history, msgs
+
+	hold := &finishHold{emit: emit}
+	var res *agent.Result
+	if emit != nil {
+		res, err = m.cfg.Runner.Run(ctx, in, hold.Emit)
+	} else {
+		res, err = m.cfg.Runner.Run(ctx, in, nil)
+	}
+	if err != nil {
+		hold.flush()
+		return nil, err
+	}
+	answered, reply, err := m.saveReply(ctx, turn, res)
+	if err != nil {
+		const msg = "the reply could not be saved to the thread: the details are in the server log"
+		hold.fail(msg)
+		return nil, apperr.Wrap(apperr.Internal, err, msg)
+	}
+	turn.Unlock()
+	ui := make([]api.UIMessage, 0, len(answered)+1)
+	for _, a := range append(answered, reply) {
+		ui = append(ui, uiMessage(th, a))
+	}
+	res.Response.Response.UIMessages = ui
+	hold.flush()
+	return res, nil
+}
+
+// saveReply stores res's reply and marks the messages it answers.
+func (m *Memory) saveReply(ctx context.Context, turn Turn, res *agent.Result) ([]Message, Message, error) {
+	ui := res.Response.Response.UIMessages
+	if len(ui) == 0 || ui[len(ui)-1].Role != api.RoleAssistant {
+		return nil, Message{}, errors.New("the run's response has no reply message")
+	}
+	last := ui[len(ui)-1]
+	parts, err := json.Marshal(last.Parts)
+	if err != nil {
+		return nil, Message{}, fmt.Errorf("encoding the reply's parts: %w", err)
+	}
+	model, err := encodeModel(res.Reply)
+	if err != nil {
+		return nil, Message{}, err
+	}
+	created, err := time.Parse(time.RFC3339Nano, last.Metadata.CreatedAt)
+	if err != nil {
+		created = m.cfg.Now()
+	}
+	reply := Message{ID: last.ID, Role: api.RoleAssistant, Text: strings.ReplaceAll(res.Response.Text, "\x00", ""),
+		Parts: parts, Model: model, RunID: res.Response.RunID, CreatedAt: created}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	return turn.Answer(sctx, reply)
+}
+
+// lock waits for the thread's turn.
+func (m *Memory) lock(ctx context.Context, threadID string) (Turn, error) {
+	turn, err := m.cfg.Store.Lock(ctx, threadID, m.cfg.LockWait)
+	switch {
+	case errors.Is(err, ErrBusy) && m.cfg.LockWait > 0:
+		return nil, apperr.Wrap(apperr.Conflict, err, "thread %q is busy: another turn on it did not finish within %s; send the message again when it has", threadID, m.cfg.LockWait)
+	case errors.Is(err, ErrBusy):
+		return nil, apperr.Wrap(apperr.Conflict, err, "thread %q is busy with another turn; send the message again when it has finished", threadID)
+	case err != nil:
+		return nil, m.storeErr(err)
+	}
+	return turn, nil
+}
+
+// owned returns thread id if resourceID owns it: NotFound or Forbidden
+// otherwise.
+func (m *Memory) owned(ctx context.Context, id, resourceID string) (Thread, error) {
+	th, err := m.cfg.Store.Thread(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return th, apperr.Wrap(apperr.NotFound, err, "thread %q not found", id)
+	}
+	if err != nil {
+		return th, m.storeErr(err)
+	}
+	return th, owns(th, resourceID)
+}
+
+// owns checks that the thread belongs to resourceID. The messages never
+// name the owner.
+func owns(th Thread, resourceID string) error {
+	switch {
+	case th.ResourceID == resourceID:
+		return nil
+	case resourceID == "":
+		return apperr.New(apperr.Forbidden, "thread %q belongs to a resource: send its resourceId", th.ID)
+	case th.ResourceID == "":
+		return apperr.New(apperr.Forbidden, "thread %q was created without a resourceId and can only be used without one", th.ID)
+	}
+	return apperr.New(apperr.Forbidden, "thread %q belongs to another resource", th.ID)
+}
+
+// storeErr is a store failure as the client sees it; the cause is logged.
+func (m *Memory) storeErr(err error) error {
+	var ae *apperr.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return apperr.Wrap(apperr.Unavailable, err, "the request was cancelled")
+	}
+	return apperr.Wrap(apperr.Unavailable, err, "the conversation store failed: the details are in the server log")
+}
+
+// checkInput refuses what the stores cannot hold, and message ids that
+// repeat (each stored message has its own).
+func checkInput(in agent.Input) error {
+	if strings.ContainsRune(in.ThreadID, 0) || strings.ContainsRune(in.ResourceID, 0) {
+		return apperr.New(apperr.Invalid, "threadId and resourceId must not contain NUL characters")
+	}
+	seen := map[string]int{}
+	for i, msg := range in.Messages {
+		if strings.ContainsRune(msg.Content, 0) || strings.ContainsRune(msg.ID, 0) {
+			return apperr.New(apperr.Invalid, "messages[%d] must not contain NUL characters", i)
+		}
+		if msg.ID == "" || msg.Role == api.RoleSystem {
+			continue
+		}
+		if j, dup := seen[msg.ID]; dup {
+			return apperr.New(apperr.Invalid, "messages[%d].id %q repeats messages[%d].id: message ids must be unique", i, msg.ID, j)
+		}
+		seen[msg.ID] = i
+	}
+	return nil
+}
+
+// finishHold passes events on, except run-finish, which it holds until the
+// reply is stored.
+type finishHold struct {
+	emit agent.Emit
+	held *api.Event
+}
+
+// Emit is the agent.Emit the run gets.
+func (h *finishHold) Emit(ev api.Event) error {
+	if ev.Type == api.EventRunFinish {
+		h.held = &ev
+		return nil
+	}
+	return h.emit(ev)
+}
+
+// flush sends the held run-finish.
+func (h *finishHold) flush() {
+	if h.held != nil && h.emit != nil {
+		_ = h.emit(*h.held)
+	}
+	h.held = nil
+}
+
+// fail ends the stream with an error instead of the held run-finish.
+func (h *finishHold) fail(message string) {
+	if h.held == nil || h.emit == nil {
+		return
+	}
+	ev := *h.held
+	h.held = nil
+	if h.emit(api.Event{Type: api.EventError, RunID: ev.RunID, Error: &api.StreamError{Message: message, Code: api.CodeInternal}}) != nil {
+		return
+	}
+	p, _ := ev.Payload.(api.RunFinishPayload)
+	p.FinishReason = api.FinishError
+	ev.Payload = p
+	_ = h.emit(ev)
+}

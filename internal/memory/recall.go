@@ -1,0 +1,182 @@
+package memory
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// newMessages returns the indexes in msgs of the messages the thread does
+// not hold yet, in order. System messages are never stored. The rule:
+//
+//  1. A message with an id is known when the thread has a message with that
+//     id, wherever it is in the thread; known messages are dropped.
+//  2. Of the rest, the longest run at the start that repeats the thread's
+//     last messages (same role and the same text, for messages without an
+//     id) is dropped too: it is the client resending the conversation.
+//
+// Whatever follows is new.
+func newMessages(msgs []api.Message, tail []Message, known map[string]bool) []int {
+	var cand []int
+	var keys []string
+	for i, msg := range msgs {
+		if msg.Role == api.RoleSystem || (msg.ID != "" && known[msg.ID]) {
+			continue
+		}
+		cand = append(cand, i)
+		if msg.ID != "" {
+			// A message with an unknown id is new: it matches no stored
+			// message by its text (a stored key never starts with \x01).
+			keys = append(keys, "\x01"+msg.ID)
+		} else {
+			keys = append(keys, msg.Role+"\x00"+msg.Content)
+		}
+	}
+	stored := make([]string, len(tail))
+	for i, s := range tail {
+		stored[i] = s.Role + "\x00" + s.Text
+	}
+	return cand[overlap(stored, keys):]
+}
+
+// overlap is the length of the longest suffix of stored that is a prefix of
+// req (Knuth-Morris-Pratt: linear in both, however long they are).
+func overlap(stored, req []string) int {
+	if len(stored) == 0 || len(req) == 0 {
+		return 0
+	}
+	fail := make([]int, len(req))
+	for i, k := 1, 0; i < len(req); i++ {
+		for k > 0 && req[i] != req[k] {
+			k = fail[k-1]
+		}
+		if req[i] == req[k] {
+			k++
+		}
+		fail[i] = k
+	}
+	q := 0
+	for _, s := range stored {
+		for q > 0 && (q == len(req) || s != req[q]) {
+			q = fail[q-1]
+		}
+		if s == req[q] {
+			q++
+		}
+	}
+	return q
+}
+
+// answerable reports whether a run has a user message to answer: a new one,
+// or one stored by an earlier run that failed.
+func answerable(msgs []api.Message, fresh []int, tail []Message) bool {
+	for _, i := range fresh {
+		if msgs[i].Role == api.RoleUser {
+			return true
+		}
+	}
+	for i := len(tail) - 1; i >= 0 && tail[i].Pending; i-- {
+		if tail[i].Role == api.RoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// window is what the model sees of the stored tail: its last n model
+// messages. A cut that would leave tool results without the assistant
+// message that asked for them drops those results.
+func window(tail []Message, n int) ([]model.Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	var rev [][]model.Message
+	count := 0
+	for i := len(tail) - 1; i >= 0 && count < n; i-- {
+		ms, err := modelMessages(tail[i])
+		if err != nil {
+			return nil, err
+		}
+		rev = append(rev, ms)
+		count += len(ms)
+	}
+	out := make([]model.Message, 0, count)
+	for i := len(rev) - 1; i >= 0; i-- {
+		out = append(out, rev[i]...)
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	for len(out) > 0 && out[0].Role == model.RoleTool {
+		out = out[1:]
+	}
+	return out, nil
+}
+
+// storedModel is how a reply's model messages are stored (Message.Model).
+type storedModel struct {
+	Role       string           `json:"role"`
+	Content    string           `json:"content"`
+	ToolCalls  []storedToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string           `json:"toolCallId,omitempty"`
+	ToolName   string           `json:"toolName,omitempty"`
+	IsError    bool             `json:"isError,omitempty"`
+}
+
+type storedToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+func encodeModel(msgs []model.Message) (json.RawMessage, error) {
+	out := make([]storedModel, len(msgs))
+	for i, m := range msgs {
+		s := storedModel{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
+		for _, c := range m.ToolCalls {
+			s.ToolCalls = append(s.ToolCalls, storedToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+		}
+		out[i] = s
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the reply's model messages: %w", err)
+	}
+	return b, nil
+}
+
+// modelMessages is what the model sees of one stored message.
+func modelMessages(m Message) ([]model.Message, error) {
+	if m.Model == nil {
+		return []model.Message{{Role: m.Role, Content: m.Text}}, nil
+	}
+	var stored []storedModel
+	if err := json.Unmarshal(m.Model, &stored); err != nil {
+		return nil, fmt.Errorf("reading stored message %q: %w", m.ID, err)
+	}
+	out := make([]model.Message, len(stored))
+	for i, s := range stored {
+		mm := model.Message{Role: s.Role, Content: s.Content, ToolCallID: s.ToolCallID, ToolName: s.ToolName, IsError: s.IsError}
+		for _, c := range s.ToolCalls {
+			mm.ToolCalls = append(mm.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+		}
+		out[i] = mm
+	}
+	return out, nil
+}
+
+// uiMessage is a stored message as the API shows it.
+func uiMessage(th Thread, m Message) api.UIMessage {
+	var parts []api.UIPart
+	if err := json.Unmarshal(m.Parts, &parts); err != nil || parts == nil {
+		parts = []api.UIPart{}
+	}
+	return api.UIMessage{ID: m.ID, Role: m.Role, Parts: parts, Metadata: api.UIMetadata{
+		CreatedAt: timestamp(m.CreatedAt), ThreadID: th.ID, ResourceID: th.ResourceID, Pending: m.Pending,
+	}}
+}
+
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -1,0 +1,414 @@
+// Package sqlite is the conversation store on SQLite (modernc.org/sqlite,
+// pure Go): one file, write-ahead logging, a busy timeout, foreign keys.
+//
+// SQLite serves one process: turns on a thread are serialized by an
+// in-process lock, so two service processes must not share one file (use
+// PostgreSQL to run several).
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
+
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/memory/locks"
+	"github.com/companionhq/companion/internal/memory/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// BusyTimeout is how long a statement waits for another connection's write.
+const BusyTimeout = 10 * time.Second
+
+// Store is a memory.Store on one SQLite file.
+type Store struct {
+	db    *sql.DB
+	locks locks.Set
+}
+
+var _ memory.Store = (*Store)(nil)
+
+// Open opens (creating it and its directory when missing) the database file
+// at path and brings its schema up to date.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: no database file given")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: creating the database directory: %w", err)
+		}
+	}
+	// Every connection gets the pragmas; write transactions take the write
+	// lock at BEGIN, so they wait on the busy timeout instead of failing
+	// when they would upgrade a read.
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// NORMAL in WAL mode survives a crash of the process (kill -9); only a
+	// power loss can lose the last commits.
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: opening %s: %w", path, err)
+	}
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: migrating %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// migrate applies the migrations the file lacks, in one write transaction:
+// processes starting together on one file take turns.
+func (s *Store) migrate(ctx context.Context) error {
+	all, err := migrate.Load(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		return err
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return err
+	}
+	if current > len(all) {
+		return migrate.Newer(current, len(all))
+	}
+	for _, m := range all[current:] {
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.Version, m.Name, time.Now().UnixMicro()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// SchemaVersion is the version of the file's schema.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// DB is the database, for tests and tools that check the file.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Close implements memory.Store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping implements memory.Store.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	return s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+}
+
+const threadCols = `id, resource_id, title, metadata, created_at, updated_at`
+
+// Thread implements memory.Store.
+func (s *Store) Thread(ctx context.Context, id string) (memory.Thread, error) {
+	return scanThread(s.db.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
+}
+
+// Threads implements memory.Store.
+func (s *Store) Threads(ctx context.Context, resourceID string, order memory.ThreadOrder, offset, limit int) ([]memory.Thread, int, error) {
+	col, dir := "created_at", "DESC"
+	if order.ByUpdated {
+		col = "updated_at"
+	}
+	if order.Ascending {
+		dir = "ASC"
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT `+threadCols+` FROM threads WHERE resource_id = ?
+		ORDER BY `+col+` `+dir+`, id `+dir+` LIMIT ? OFFSET ?`, resourceID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing threads: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.Thread
+	for rows.Next() {
+		t, err := scanThread(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("listing threads: %w", err)
+	}
+	var total int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE resource_id = ?`, resourceID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("counting threads: %w", err)
+	}
+	return out, total, nil
+}
+
+// UpdateThread implements memory.Store.
+func (s *Store) UpdateThread(ctx context.Context, id, resourceID string, title *string, metadata json.RawMessage, now time.Time) (memory.Thread, error) {
+	var meta any
+	if metadata != nil {
+		meta = string(metadata)
+	}
+	return scanThread(s.db.QueryRowContext(ctx, `UPDATE threads SET title = coalesce(?, title), metadata = coalesce(?, metadata), updated_at = ?
+		WHERE id = ? AND resource_id = ? RETURNING `+threadCols, title, meta, memory.Micro(now).UnixMicro(), id, resourceID))
+}
+
+const messageCols = `seq, id, role, text, parts, model, pending, run_id, created_at`
+
+// Messages implements memory.Store. Seq runs 1..last_seq without gaps, so a
+// page is a range of the primary key, however deep.
+func (s *Store) Messages(ctx context.Context, threadID string, offset, limit int) ([]memory.Message, int, error) {
+	var total int
+	err := s.db.QueryRowContext(ctx, `SELECT last_seq FROM threads WHERE id = ?`, threadID).Scan(&total)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("counting messages: %w", err)
+	}
+	msgs, err := queryMessages(ctx, s.db, `SELECT `+messageCols+` FROM messages WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?`, threadID, offset, limit)
+	return msgs, total, err
+}
+
+// Lock implements memory.Store with an in-process lock: SQLite serves one
+// process.
+func (s *Store) Lock(ctx context.Context, threadID string, wait time.Duration) (memory.Turn, error) {
+	release, err := s.locks.Acquire(ctx, threadID, wait)
+	if errors.Is(err, locks.ErrTimeout) {
+		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &turn{s: s, id: threadID, release: release}, nil
+}
+
+// turn is a memory.Turn on the shared pool: the in-process lock is what
+// keeps other turns of the thread out.
+type turn struct {
+	s       *Store
+	id      string
+	release func()
+}
+
+func (t *turn) Unlock() { t.release() }
+
+func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error) {
+	meta := th.Metadata
+	if meta == nil {
+		meta = json.RawMessage(`{}`)
+	}
+	if _, err := t.s.db.ExecContext(ctx, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
+		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro()); err != nil {
+		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
+	}
+	return t.s.Thread(ctx, t.id)
+}
+
+func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	msgs, err := queryMessages(ctx, t.s.db, `SELECT `+messageCols+` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`, t.id, n)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
+		msgs[i], msgs[j] = msgs[j], msgs[i]
+	}
+	return msgs, nil
+}
+
+func (t *turn) Known(ctx context.Context, ids []string) (map[string]bool, error) {
+	known := map[string]bool{}
+	// SQLite caps the number of parameters of a statement.
+	const batch = 500
+	for len(ids) > 0 {
+		n := min(batch, len(ids))
+		args := []any{t.id}
+		for _, id := range ids[:n] {
+			args = append(args, id)
+		}
+		rows, err := t.s.db.QueryContext(ctx, `SELECT id FROM messages WHERE thread_id = ? AND id IN (?`+strings.Repeat(",?", n-1)+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("looking up message ids: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			known[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		ids = ids[n:]
+	}
+	return known, nil
+}
+
+func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Message, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	tx, err := t.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("storing messages: %w", err)
+	}
+	defer tx.Rollback()
+	out, err := appendTx(ctx, tx, t.id, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("storing messages: %w", err)
+	}
+	return out, nil
+}
+
+func (t *turn) Answer(ctx context.Context, reply memory.Message) ([]memory.Message, memory.Message, error) {
+	tx, err := t.s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
+	}
+	defer tx.Rollback()
+	answered, err := queryMessages(ctx, tx, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING `+messageCols, t.id)
+	if err != nil {
+		return nil, memory.Message{}, fmt.Errorf("marking messages answered: %w", err)
+	}
+	slices.SortFunc(answered, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
+	stored, err := appendTx(ctx, tx, t.id, []memory.Message{reply})
+	if err != nil {
+		return nil, memory.Message{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
+	}
+	return answered, stored[0], nil
+}
+
+func (t *turn) Delete(ctx context.Context) error {
+	if _, err := t.s.db.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, t.id); err != nil {
+		return fmt.Errorf("deleting thread %q: %w", t.id, err)
+	}
+	return nil
+}
+
+// appendTx numbers msgs after the thread's last message and inserts them.
+func appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+	var latest int64
+	for _, m := range msgs {
+		latest = max(latest, memory.Micro(m.CreatedAt).UnixMicro())
+	}
+	var last int64
+	err := tx.QueryRowContext(ctx, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?) WHERE id = ? RETURNING last_seq`,
+		len(msgs), latest, threadID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("numbering messages: %w", err)
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (thread_id, seq, id, role, text, parts, model, pending, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("storing messages: %w", err)
+	}
+	defer stmt.Close()
+	out := make([]memory.Message, len(msgs))
+	first := last - int64(len(msgs)) + 1
+	for i, m := range msgs {
+		m.Seq = first + int64(i)
+		m.CreatedAt = memory.Micro(m.CreatedAt)
+		var model any
+		if m.Model != nil {
+			model = string(m.Model)
+		}
+		if _, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Parts), model, m.Pending, m.RunID, m.CreatedAt.UnixMicro()); err != nil {
+			return nil, fmt.Errorf("storing message %q: %w", m.ID, err)
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanThread(r scanner) (memory.Thread, error) {
+	var t memory.Thread
+	var meta string
+	var created, updated int64
+	err := r.Scan(&t.ID, &t.ResourceID, &t.Title, &meta, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return t, memory.ErrNotFound
+	}
+	if err != nil {
+		return t, fmt.Errorf("reading a thread: %w", err)
+	}
+	t.Metadata = json.RawMessage(meta)
+	t.CreatedAt, t.UpdatedAt = time.UnixMicro(created).UTC(), time.UnixMicro(updated).UTC()
+	return t, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryMessages(ctx context.Context, q querier, query string, args ...any) ([]memory.Message, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("reading messages: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.Message
+	for rows.Next() {
+		var m memory.Message
+		var parts string
+		var model sql.NullString
+		var created int64
+		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &parts, &model, &m.Pending, &m.RunID, &created); err != nil {
+			return nil, fmt.Errorf("reading a message: %w", err)
+		}
+		m.Parts = json.RawMessage(parts)
+		if model.Valid {
+			m.Model = json.RawMessage(model.String)
+		}
+		m.CreatedAt = time.UnixMicro(created).UTC()
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading messages: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,109 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors a Store returns; implementations wrap them with context.
+var (
+	// ErrNotFound: the thread does not exist (or no longer does).
+	ErrNotFound = errors.New("not found")
+	// ErrBusy: another turn held the thread for longer than the caller would wait.
+	ErrBusy = errors.New("thread is busy")
+)
+
+// Thread is a conversation thread as stored. ResourceID is its owner, fixed
+// when the thread is created ("" for a thread created without one).
+type Thread struct {
+	ID         string
+	ResourceID string
+	Title      string
+	// Metadata is a JSON object.
+	Metadata  json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Message is one stored message of a thread: a message the client sent, or
+// the reply of one run. Seq is its position in the thread: 1, 2, 3, ...
+// without gaps, assigned by the store.
+type Message struct {
+	Seq  int64
+	ID   string
+	Role string
+	// Text is the message's text; for a reply, the text of all its steps.
+	// De-duplication compares it.
+	Text string
+	// Parts is the JSON array of the message's UI parts.
+	Parts json.RawMessage
+	// Model is the JSON array of the model messages a reply is made of (its
+	// assistant and tool messages); nil for a message a client sent, which is
+	// one model message of Role and Text.
+	Model json.RawMessage
+	// Pending marks a message stored before its run that no reply answers
+	// yet: the run is under way, or it failed.
+	Pending bool
+	// RunID is the run that produced a reply; "" for client messages.
+	RunID     string
+	CreatedAt time.Time
+}
+
+// ThreadOrder is how Threads sorts.
+type ThreadOrder struct {
+	// ByUpdated sorts by last activity instead of creation.
+	ByUpdated bool
+	// Ascending puts the oldest first instead of the newest.
+	Ascending bool
+}
+
+// Store keeps threads and their messages. Implementations are safe for
+// concurrent use; internal/memory/memorytest is the suite they must pass.
+type Store interface {
+	// Thread returns the thread id, or ErrNotFound.
+	Thread(ctx context.Context, id string) (Thread, error)
+	// Threads returns one page of resourceID's threads and how many it has.
+	Threads(ctx context.Context, resourceID string, order ThreadOrder, offset, limit int) ([]Thread, int, error)
+	// UpdateThread sets the title (when not nil) and the metadata (when not
+	// nil) of thread id if resourceID owns it, or returns ErrNotFound.
+	UpdateThread(ctx context.Context, id, resourceID string, title *string, metadata json.RawMessage, now time.Time) (Thread, error)
+	// Messages returns the messages of thread id from position offset
+	// (oldest first), at most limit, and how many the thread has.
+	Messages(ctx context.Context, threadID string, offset, limit int) ([]Message, int, error)
+	// Lock waits up to wait for thread id's turn (across every instance
+	// sharing the database, where the store can) and returns the Turn that
+	// holds it, ErrBusy when the wait ran out, or ctx's error. A wait of 0
+	// or less does not wait.
+	Lock(ctx context.Context, threadID string, wait time.Duration) (Turn, error)
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Close releases the store.
+	Close() error
+}
+
+// Turn is a thread held for one turn: no other turn on the thread runs until
+// Unlock. Its reads and writes see everything earlier turns stored.
+type Turn interface {
+	// Open returns the thread, creating it as t when it does not exist.
+	Open(ctx context.Context, t Thread) (Thread, error)
+	// Tail returns the last n messages of the thread, oldest first.
+	Tail(ctx context.Context, n int) ([]Message, error)
+	// Known returns which of ids the thread's messages already have.
+	Known(ctx context.Context, ids []string) (map[string]bool, error)
+	// Append stores msgs after the thread's last message, in one
+	// transaction, and returns them with their Seq.
+	Append(ctx context.Context, msgs []Message) ([]Message, error)
+	// Answer stores reply after the last message and clears Pending on
+	// every earlier message, in one transaction. It returns the messages it
+	// answered (those that were pending, oldest first) and the stored reply.
+	Answer(ctx context.Context, reply Message) (answered []Message, stored Message, err error)
+	// Delete deletes the thread and its messages.
+	Delete(ctx context.Context) error
+	// Unlock ends the turn. It may be called more than once.
+	Unlock()
+}
+
+// Micro is t as stores keep it: UTC, to the microsecond.
+func Micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
