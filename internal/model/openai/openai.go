@@ -299,7 +299,8 @@ func (d *decoder) finish() []model.Part {
 // (Ollama, OpenRouter).
 func reasoning(d oai.ChatCompletionChunkChoiceDelta) string {
 	for _, k := range []string{"reasoning_content", "reasoning"} {
-		if f, ok := d.JSON.ExtraFields[k]; ok && f.Valid() {
+		// The SDK keeps unknown fields raw (and marks them not Valid).
+		if f, ok := d.JSON.ExtraFields[k]; ok && f.Raw() != "" {
 			var s string
 			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
 				return s
