@@ -202,7 +202,7 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		CallTimeout: cfg.ModelTimeout, FirstTokenTimeout: cfg.ModelFirstTokenTimeout,
 		OnRetry: func(r model.Retry) {
 			log.Warn("model call failed, retrying", slog.String("provider", r.Provider), slog.Int("attempt", r.Attempt),
-				slog.Duration("wait", r.Wait), slog.String("error", r.Err.Error()))
+				slog.String("wait", r.Wait.String()), slog.String("error", r.Err.Error()))
 		},
 	}
 	key := "none"
@@ -213,8 +213,8 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		base = cohere.DefaultBaseURL
 	}
 	log.Info("model", slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redactURL(base)),
-		slog.String("api_key", key), slog.Duration("timeout", p.CallTimeout), slog.Duration("first_token_timeout", p.FirstTokenTimeout),
-		slog.Int("max_retries", cfg.ModelMaxRetries), slog.Duration("retry_budget", p.RetryBudget))
+		slog.String("api_key", key), slog.String("timeout", p.CallTimeout.String()), slog.String("first_token_timeout", p.FirstTokenTimeout.String()),
+		slog.Int("max_retries", cfg.ModelMaxRetries), slog.String("retry_delay", p.BaseDelay.String()), slog.String("retry_budget", p.RetryBudget.String()))
 	return model.Resilient(m, p), nil
 }
 

@@ -107,7 +107,9 @@ func (r *resilient) Stream(ctx context.Context, req Request) iter.Seq2[Part, err
 			err = r.explain(ctx, cctx, err)
 			wait, retry := r.retryable(err, began, attempt, time.Since(start))
 			if !retry {
-				if attempt > 1 {
+				var me *Error
+				if attempt > 1 && !began && errors.As(err, &me) && me.Temporary {
+					// Retrying stopped at its limits: say how hard we tried.
 					err = withAttempts(err, attempt, time.Since(start))
 				}
 				yield(Part{}, err)

@@ -224,3 +224,14 @@ func TestStatusErrorKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestResilientFailureAfterRetry: a retried call that then fails mid-answer
+// reports that failure, not retries that ran out.
+func TestResilientFailureAfterRetry(t *testing.T) {
+	s := &script{attempts: []step{{err: status(429, ""), hangAfter: -1}, {parts: 2, err: status(502, ""), hangAfter: -1}}}
+	texts, _, err := collect(model.Resilient(s, fast()), context.Background())
+	var me *model.Error
+	if texts != 2 || !errors.As(err, &me) || me.Status != 502 || strings.Contains(me.Message, "gave up") {
+		t.Fatalf("texts %d, err %v", texts, err)
+	}
+}
