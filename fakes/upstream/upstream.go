@@ -7,6 +7,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -316,7 +317,7 @@ func (s *Stream) End(malformed string) error {
 	return nil
 }
 
-var errFaulted = fmt.Errorf("fault injected")
+var errFaulted = errors.New("fault injected")
 
 // Faulted tells whether err is the end of a stream cut short by a fault.
 func Faulted(err error) bool { return err == errFaulted }

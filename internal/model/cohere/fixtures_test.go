@@ -69,7 +69,7 @@ func TestRecordedToolCalls(t *testing.T) {
 			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "get_weather", Args: json.RawMessage(`{"location":"Oslo"}`)}}},
 			{Role: model.RoleTool, ToolCallID: "c1", ToolName: "get_weather", Content: `{"temperature":1}`},
 		},
-		Tools: []model.ToolSpec{modeltest.WeatherTool},
+		Tools: []model.ToolSpec{modeltest.WeatherTool()},
 	})
 	if r.Err != nil {
 		t.Fatal(r.Err)

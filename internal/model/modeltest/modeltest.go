@@ -36,13 +36,6 @@ type Harness struct {
 	New func(t *testing.T, baseURL string) model.Model
 }
 
-// Scenarios lists the suite's scenarios by name, in order.
-var Scenarios = []string{
-	"plain reply", "tool call with streamed arguments", "two tools in one step", "multi-step",
-	"length", "usage", "429 with Retry-After", "500", "503", "timeout", "malformed chunk",
-	"connection cut mid-stream", "client disconnect",
-}
-
 // Policy is the resilience policy of the suite: the service's rules with
 // delays short enough for tests.
 func Policy() model.Policy {
@@ -58,8 +51,10 @@ func Policy() model.Policy {
 const System = "You are companionAgent in friend mode."
 
 // WeatherTool is the tool the suite offers.
-var WeatherTool = model.ToolSpec{Name: "weatherTool", Description: "Get current weather for a location",
-	Parameters: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string","description":"City name"}},"required":["location"]}`)}
+func WeatherTool() model.ToolSpec {
+	return model.ToolSpec{Name: "weatherTool", Description: "Get current weather for a location",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string","description":"City name"}},"required":["location"]}`)}
+}
 
 // Result is what one call streamed.
 type Result struct {
@@ -161,7 +156,7 @@ func (h Harness) start(t *testing.T, opts upstream.Options) env {
 
 func ask(text string, max int) model.Request {
 	return model.Request{System: System, Messages: []model.Message{{Role: model.RoleUser, Content: text}},
-		Tools: []model.ToolSpec{WeatherTool}, MaxOutputTokens: max}
+		Tools: []model.ToolSpec{WeatherTool()}, MaxOutputTokens: max}
 }
 
 // Run runs every scenario against h.

@@ -73,7 +73,7 @@ func TestRecordedParallelToolCalls(t *testing.T) {
 			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "weatherTool", Args: json.RawMessage(`{"location":"Oslo"}`)}}},
 			{Role: model.RoleTool, ToolCallID: "c1", ToolName: "weatherTool", Content: `{"temperature":1}`},
 		},
-		Tools: []model.ToolSpec{modeltest.WeatherTool}, MaxOutputTokens: 50,
+		Tools: []model.ToolSpec{modeltest.WeatherTool()}, MaxOutputTokens: 50,
 	})
 	if r.Err != nil {
 		t.Fatal(r.Err)
