@@ -157,3 +157,22 @@ func TestNoEnvironment(t *testing.T) {
 		t.Fatalf("err %v, auth %q: the environment leaked into the client", r.Err, auth)
 	}
 }
+
+// TestCallsWithoutDistinctIndexes: a server that sends each call whole at
+// index 0 still gives two calls, told apart by their ids.
+func TestCallsWithoutDistinctIndexes(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"llama3.2","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	body := chunk(`{"role":"assistant","content":"","tool_calls":[{"id":"call_a","index":0,"type":"function","function":{"name":"weatherTool","arguments":"{\"location\":\"Paris\"}"}}]}`, "null") +
+		chunk(`{"role":"assistant","content":"","tool_calls":[{"id":"call_b","index":0,"type":"function","function":{"name":"weatherTool","arguments":"{\"location\":\"Tokyo\"}"}}]}`, "null") +
+		chunk(`{"role":"assistant","content":""}`, `"tool_calls"`) + "data: [DONE]\n\n"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }))
+	defer srv.Close()
+	m, _ := openai.New(openai.Config{Provider: openai.ProviderOllama, Model: "llama3.2", APIKey: "ollama", BaseURL: srv.URL})
+	r := modeltest.Collect(context.Background(), m, model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "Paris and Tokyo?"}}})
+	calls := r.Calls()
+	if r.Err != nil || len(calls) != 2 || calls[0].Args() != `{"location":"Paris"}` || calls[1].ID != "call_b" || calls[1].Args() != `{"location":"Tokyo"}` {
+		t.Fatalf("err %v, calls %+v", r.Err, calls)
+	}
+}

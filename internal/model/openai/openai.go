@@ -18,7 +18,6 @@ import (
 	"iter"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -243,7 +242,18 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) ([]model.Part, error) {
 			parts = append(parts, model.Part{Kind: model.PartText, Text: delta.Content})
 		}
 		for _, tc := range delta.ToolCalls {
-			i := slices.IndexFunc(d.calls, func(c call) bool { return c.index == tc.Index })
+			// The last call at this index, unless the chunk names another
+			// id: some servers send every call complete at index 0.
+			i := -1
+			for k := len(d.calls) - 1; k >= 0; k-- {
+				if d.calls[k].index == tc.Index {
+					i = k
+					break
+				}
+			}
+			if i >= 0 && tc.ID != "" && tc.ID != d.calls[i].id {
+				i = -1
+			}
 			if i < 0 {
 				d.calls = append(d.calls, call{index: tc.Index, id: tc.ID})
 				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: tc.ID, ToolName: tc.Function.Name, Text: tc.Function.Arguments})
