@@ -32,6 +32,6 @@ golden:
 build:
 	$(GO) build -o bin/ ./cmd/... ./fakes/cmd/...
 
-## fakes: run the fake upstreams for local use (see docs/weather.md)
+## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
 fakes:
 	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090

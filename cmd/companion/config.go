@@ -82,7 +82,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	}
 
 	str(&cfg.Addr, setting{"addr", "COMPANION_ADDR", "listen address"}, def.Addr)
-	str(&cfg.Model, setting{"model", "COMPANION_MODEL", `model to answer with: "fake"`}, "")
+	str(&cfg.Model, setting{"model", "COMPANION_MODEL", `model to answer with: "fake", "cohere/<model>", "openai/<model>", "ollama/<model>", or a model name with -model-base-url`}, "")
+	str(&cfg.ModelBaseURL, setting{"model-base-url", "COMPANION_MODEL_BASE_URL", "the model provider's base URL; with a bare model name, any OpenAI-compatible server"}, "")
+	dur(&cfg.ModelTimeout, setting{"model-timeout", "COMPANION_MODEL_TIMEOUT", "longest a model call may take, retries and streaming included"}, def.ModelTimeout)
+	dur(&cfg.ModelFirstTokenTimeout, setting{"model-first-token-timeout", "COMPANION_MODEL_FIRST_TOKEN_TIMEOUT", "longest wait for the first token of an answer"}, def.ModelFirstTokenTimeout)
+	num(&cfg.ModelMaxRetries, setting{"model-max-retries", "COMPANION_MODEL_MAX_RETRIES", "retries of a model call that failed before its first token (429, 5xx, connection errors)"}, def.ModelMaxRetries)
+	dur(&cfg.ModelRetryDelay, setting{"model-retry-delay", "COMPANION_MODEL_RETRY_DELAY", "wait before the first retry; doubles with each retry, jittered, up to 16 times this"}, def.ModelRetryDelay)
+	dur(&cfg.ModelRetryBudget, setting{"model-retry-budget", "COMPANION_MODEL_RETRY_BUDGET", "no retry begins later than this after the call started"}, def.ModelRetryBudget)
 	num(&cfg.MaxSteps, setting{"max-steps", "COMPANION_MAX_STEPS", "most model calls in one run"}, def.MaxSteps)
 	num(&cfg.MaxOutputTokens, setting{"max-output-tokens", "COMPANION_MAX_OUTPUT_TOKENS", "cap on tokens per model call, 0 for the model's own"}, 0)
 	var maxBody int
@@ -118,6 +124,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		return cfg, logLevel, errUsage
 	}
 	cfg.MaxBodyBytes = int64(maxBody)
+	// Keys come from the providers' usual variables, never from flags: a
+	// flag would show in the process list.
+	cfg.CohereAPIKey = app.Secret(getenv("CO_API_KEY"))
+	cfg.OpenAIAPIKey = app.Secret(getenv("OPENAI_API_KEY"))
 	if err := logLevel.UnmarshalText([]byte(level)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q is not one of debug, info, warn, error", level))
 	}
@@ -130,6 +140,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		errs = append(errs, errors.New("max body bytes must be at least 1024"))
 	case cfg.ShutdownGrace < 0 || cfg.WeatherTimeout <= 0:
 		errs = append(errs, errors.New("shutdown grace must not be negative and the weather timeout must be positive"))
+	case cfg.ModelTimeout <= 0 || cfg.ModelFirstTokenTimeout <= 0 || cfg.ModelRetryDelay <= 0 || cfg.ModelRetryBudget < 0:
+		errs = append(errs, errors.New("the model timeouts and retry delay must be positive, the retry budget not negative"))
+	case cfg.ModelMaxRetries < 0 || cfg.ModelMaxRetries > 10:
+		errs = append(errs, errors.New("model max retries must be from 0 to 10"))
 	case cfg.HistoryWindow < 0:
 		errs = append(errs, errors.New("history window must not be negative"))
 	case cfg.LockWait < 0:

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ import (
 	"github.com/companionhq/companion/internal/memory/postgres"
 	"github.com/companionhq/companion/internal/memory/sqlite"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/cohere"
+	"github.com/companionhq/companion/internal/model/openai"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
 )
@@ -68,11 +71,39 @@ type Config struct {
 	// LockWait is how long a turn waits for the thread's previous turn
 	// before it is refused with 409.
 	LockWait time.Duration
+	// ModelBaseURL replaces the provider's address; with a model name that
+	// names no provider it selects an OpenAI-compatible server.
+	ModelBaseURL string
+	// CohereAPIKey and OpenAIAPIKey are the providers' keys (CO_API_KEY,
+	// OPENAI_API_KEY).
+	CohereAPIKey Secret
+	OpenAIAPIKey Secret
+	// The resilience policy of real providers (see model.Policy).
+	ModelTimeout           time.Duration
+	ModelFirstTokenTimeout time.Duration
+	ModelMaxRetries        int
+	ModelRetryDelay        time.Duration
+	ModelRetryBudget       time.Duration
 }
+
+// Secret is a value that must not be printed: it formats as [redacted].
+type Secret string
+
+// String implements fmt.Stringer without showing the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// LogValue implements slog.LogValuer without showing the value.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // Defaults returns the configuration the service runs with when nothing is
 // set.
 func Defaults() Config {
+	p := model.DefaultPolicy()
 	return Config{
 		Addr:                "127.0.0.1:4111",
 		MaxSteps:            agent.DefaultMaxSteps,
@@ -84,6 +115,12 @@ func Defaults() Config {
 		DatabaseURL:         DefaultDatabaseURL,
 		HistoryWindow:       memory.DefaultWindow,
 		LockWait:            memory.DefaultLockWait,
+
+		ModelTimeout:           p.CallTimeout,
+		ModelFirstTokenTimeout: p.FirstTokenTimeout,
+		ModelMaxRetries:        p.MaxAttempts - 1,
+		ModelRetryDelay:        p.BaseDelay,
+		ModelRetryBudget:       p.RetryBudget,
 	}
 }
 
@@ -242,16 +279,96 @@ func DatabaseKind(url string) string {
 	return "postgres"
 }
 
-// newModel builds the model the configuration names.
+// newModel builds the model the configuration names: "fake" (the default),
+// "cohere/<model>", "openai/<model>", "ollama/<model>", or any model name
+// with ModelBaseURL for an OpenAI-compatible server. Real providers run
+// under the configured resilience policy.
 func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
-	switch cfg.Model {
-	case "", "fake":
-		if cfg.Model == "" {
+	spec := strings.TrimSpace(cfg.Model)
+	prefix, name, _ := strings.Cut(spec, "/")
+	base := strings.TrimSpace(cfg.ModelBaseURL)
+	if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		return nil, fmt.Errorf("model base URL %q must start with http:// or https://", base)
+	}
+	var (
+		m      model.Model
+		err    error
+		keyVar string
+		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+	)
+	switch {
+	case spec == "" && base == "", spec == "fake":
+		if base != "" {
+			return nil, errors.New(`the fake model takes no base URL: unset the model base URL, or name a model`)
+		}
+		if spec == "" {
 			log.Info("no model configured: answering with the deterministic fake model (set COMPANION_MODEL to use a real one)")
 		}
 		return fakemodel.New(fakemodel.Options{FirstTokenDelay: cfg.FakeFirstTokenDelay, TokenDelay: cfg.FakeTokenDelay}), nil
+	case spec == "":
+		return nil, errors.New("a model base URL needs a model name: set COMPANION_MODEL (-model) too, e.g. llama3.2")
+	case prefix == "cohere" && name != "":
+		if cfg.CohereAPIKey == "" {
+			return nil, fmt.Errorf("model %q needs a Cohere API key: set CO_API_KEY", spec)
+		}
+		keyVar = "CO_API_KEY"
+		m, err = cohere.New(cohere.Config{Model: name, APIKey: string(cfg.CohereAPIKey), BaseURL: base, HTTPClient: client})
+	case prefix == "openai" && name != "":
+		if cfg.OpenAIAPIKey == "" {
+			return nil, fmt.Errorf("model %q needs an OpenAI API key: set OPENAI_API_KEY", spec)
+		}
+		if base == "" {
+			base = openai.DefaultBaseURL
+		}
+		keyVar = "OPENAI_API_KEY"
+		m, err = openai.New(openai.Config{Provider: openai.ProviderOpenAI, Model: name, APIKey: string(cfg.OpenAIAPIKey), BaseURL: base, HTTPClient: client})
+	case prefix == "ollama" && name != "":
+		if base == "" {
+			base = openai.OllamaBaseURL
+		}
+		// Ollama wants no key; its OpenAI-compatible API expects one set to
+		// anything, and never the user's OpenAI key.
+		m, err = openai.New(openai.Config{Provider: openai.ProviderOllama, Model: name, APIKey: "ollama", BaseURL: base, HTTPClient: client})
+	case base != "":
+		if cfg.OpenAIAPIKey != "" {
+			keyVar = "OPENAI_API_KEY"
+		}
+		m, err = openai.New(openai.Config{Provider: openai.ProviderCompatible, Model: spec, APIKey: string(cfg.OpenAIAPIKey), BaseURL: base, HTTPClient: client})
+	default:
+		return nil, fmt.Errorf(`model %q is not known: use "fake", "cohere/<model>", "openai/<model>", "ollama/<model>", or a model name with a model base URL (-model-base-url) for any OpenAI-compatible server`, spec)
 	}
-	return nil, fmt.Errorf("model %q is not known: use \"fake\"", cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	p := model.Policy{
+		MaxAttempts: cfg.ModelMaxRetries + 1, RetryBudget: cfg.ModelRetryBudget,
+		BaseDelay: cfg.ModelRetryDelay, MaxDelay: 16 * cfg.ModelRetryDelay,
+		CallTimeout: cfg.ModelTimeout, FirstTokenTimeout: cfg.ModelFirstTokenTimeout,
+		OnRetry: func(r model.Retry) {
+			log.Warn("model call failed, retrying", slog.String("provider", r.Provider), slog.Int("attempt", r.Attempt),
+				slog.String("wait", r.Wait.String()), slog.String("error", r.Err.Error()))
+		},
+	}
+	key := "none"
+	if keyVar != "" {
+		key = "set from " + keyVar
+	}
+	if base == "" {
+		base = cohere.DefaultBaseURL
+	}
+	log.Info("model", slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redactURL(base)),
+		slog.String("api_key", key), slog.String("timeout", p.CallTimeout.String()), slog.String("first_token_timeout", p.FirstTokenTimeout.String()),
+		slog.Int("max_retries", cfg.ModelMaxRetries), slog.String("retry_delay", p.BaseDelay.String()), slog.String("retry_budget", p.RetryBudget.String()))
+	return model.Resilient(m, p), nil
+}
+
+// redactURL hides the password of a URL that carries one.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(invalid URL)"
+	}
+	return u.Redacted()
 }
 
 // Serve serves the API on ln until ctx ends, then shuts down gracefully: it

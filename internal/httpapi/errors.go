@@ -3,7 +3,9 @@ package httpapi
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
@@ -77,6 +79,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		slog.Int("status", status), slog.String("code", string(ae.Code)), slog.String("error", err.Error()))
 	if ae.Code == apperr.MethodNotAllowed {
 		w.Header().Set("Allow", allowedMethods(s.router, r.URL.Path))
+	}
+	// A provider that asked us to wait asks the client the same.
+	if me := (*model.Error)(nil); errors.As(err, &me) && me.RetryAfter > 0 && status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(me.RetryAfter.Seconds()))))
 	}
 	writeJSON(w, status, api.ErrorBody{Error: ae.Message})
 }

@@ -44,6 +44,10 @@ type Error struct {
 	Status int
 	// RetryAfter is what the provider asked us to wait, 0 when it did not.
 	RetryAfter time.Duration
+	// Temporary marks a failure that the same request may not meet again
+	// (rate limits, overload, 5xx, connection failures): it may be retried
+	// while nothing of the answer has been used yet.
+	Temporary bool
 	// Err is the underlying cause, for logs.
 	Err error
 }

@@ -2,6 +2,12 @@
 // runs and load tests:
 //
 //	fakes openmeteo [-addr 127.0.0.1:8090]
+//	fakes cohere [-addr 127.0.0.1:8091] [provider flags]
+//	fakes openai [-addr 127.0.0.1:8092] [provider flags]
+//
+// The model providers' fakes take -first-token-delay, -token-delay, -api-key
+// and -fault (repeatable, applied to the first requests in order: 429,
+// 429:retry-after=2, 500, 503, malformed:after=3, cut:after=3, hang).
 //
 // Each subcommand serves one fake until interrupted, after printing the
 // address it listens on as one line:
@@ -22,7 +28,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/companionhq/companion/fakes/cohere"
+	"github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/openmeteo"
+	"github.com/companionhq/companion/fakes/upstream"
 )
 
 // errUsage marks a command line that could not be understood; main exits 2.
@@ -37,8 +46,9 @@ type command struct {
 	name        string
 	summary     string
 	defaultAddr string
-	// handler builds the fake; it is a func so each run gets a fresh one.
-	handler func() http.Handler
+	// flags registers the fake's own flags on fs and returns what builds
+	// the fake once they are parsed; each run gets a fresh one.
+	flags func(fs *flag.FlagSet) func() (http.Handler, error)
 }
 
 // commands lists the subcommands. A new fake is one more entry here.
@@ -48,8 +58,47 @@ func commands() []command {
 			name:        "openmeteo",
 			summary:     "Open-Meteo geocoding (/v1/search) and forecast (/v1/forecast) APIs",
 			defaultAddr: "127.0.0.1:8090",
-			handler:     func() http.Handler { return openmeteo.New() },
+			flags: func(*flag.FlagSet) func() (http.Handler, error) {
+				return func() (http.Handler, error) { return openmeteo.New(), nil }
+			},
 		},
+		{
+			name:        "cohere",
+			summary:     "Cohere v2 chat (POST /v2/chat, streaming), answering like the fake model",
+			defaultAddr: "127.0.0.1:8091",
+			flags:       providerFlags(func(o upstream.Options) http.Handler { return cohere.New(o) }),
+		},
+		{
+			name:        "openai",
+			summary:     "OpenAI-compatible chat completions (POST /v1/chat/completions, streaming), answering like the fake model",
+			defaultAddr: "127.0.0.1:8092",
+			flags:       providerFlags(func(o upstream.Options) http.Handler { return openai.New(o) }),
+		},
+	}
+}
+
+// providerFlags registers the knobs of a model provider's fake.
+func providerFlags(build func(upstream.Options) http.Handler) func(fs *flag.FlagSet) func() (http.Handler, error) {
+	return func(fs *flag.FlagSet) func() (http.Handler, error) {
+		var o upstream.Options
+		var faults []string
+		fs.DurationVar(&o.FirstTokenDelay, "first-token-delay", 0, "delay before the first token of each answer")
+		fs.DurationVar(&o.TokenDelay, "token-delay", 0, "delay before each later token")
+		fs.StringVar(&o.APIKey, "api-key", "", "the only API key accepted (default: any non-empty key)")
+		fs.Func("fault", "inject a fault into the next request, in order (repeatable): 429[:retry-after=N], 500, 503, malformed[:after=N], cut[:after=N], hang[:after=N]", func(v string) error {
+			if _, err := upstream.ParseFault(v); err != nil {
+				return err
+			}
+			faults = append(faults, v)
+			return nil
+		})
+		return func() (http.Handler, error) {
+			for _, v := range faults {
+				f, _ := upstream.ParseFault(v)
+				o.Faults = append(o.Faults, f)
+			}
+			return build(o), nil
+		}
 	}
 }
 
@@ -89,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: fakes <fake> [-addr host:port]")
+	fmt.Fprintln(w, "usage: fakes <fake> [-addr host:port] [flags]")
 	fmt.Fprintln(w, "\nfakes:")
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-10s %s (default -addr %s)\n", c.name, c.summary, c.defaultAddr)
@@ -100,6 +149,7 @@ func (c command) run(ctx context.Context, args []string, stdout, stderr io.Write
 	fs := flag.NewFlagSet("fakes "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", c.defaultAddr, "address to listen on (port 0 picks a free one)")
+	build := c.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -111,7 +161,11 @@ func (c command) run(ctx context.Context, args []string, stdout, stderr io.Write
 		fs.Usage()
 		return errUsage
 	}
-	return serve(ctx, c.name, *addr, c.handler(), stdout)
+	h, err := build()
+	if err != nil {
+		return err
+	}
+	return serve(ctx, c.name, *addr, h, stdout)
 }
 
 // serve listens on addr, prints the address and serves h until ctx is done,

@@ -94,7 +94,8 @@ func TestRunUsage(t *testing.T) {
 		args          []string
 	}{
 		{"no subcommand", "", nil},
-		{"unknown subcommand", `unknown fake "cohere"`, []string{"cohere"}},
+		{"unknown subcommand", `unknown fake "anthropic"`, []string{"anthropic"}},
+		{"bad fault", `fault "teapot"`, []string{"cohere", "-fault", "teapot"}},
 		{"bad flag", "flag provided but not defined: -port", []string{"openmeteo", "-port", "1"}},
 		{"extra argument", `unexpected argument "now"`, []string{"openmeteo", "now"}},
 	}
@@ -120,7 +121,7 @@ func TestRunHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"help"}, &stdout, &stderr); err != nil {
 		t.Errorf("run help = %v", err)
 	}
-	if !strings.Contains(stdout.String(), "openmeteo") {
+	if !strings.Contains(stdout.String(), "openmeteo") || !strings.Contains(stdout.String(), "cohere") || !strings.Contains(stdout.String(), "openai") {
 		t.Errorf("help = %q, want the list of fakes", stdout.String())
 	}
 }
@@ -130,5 +131,53 @@ func TestRunListenError(t *testing.T) {
 	err := run(context.Background(), []string{"openmeteo", "-addr", "256.0.0.1:bad"}, &stdout, &stderr)
 	if err == nil || errors.Is(err, errUsage) {
 		t.Errorf("run = %v, want a listen error", err)
+	}
+}
+
+// TestRunProviders: the model providers' fakes run as processes would, with
+// their knobs: the first request meets the injected fault, the next one a
+// streamed answer.
+func TestRunProviders(t *testing.T) {
+	for _, tc := range []struct{ name, path, body string }{
+		{"cohere", "/v2/chat", `{"model":"command-a-03-2025","stream":true,"messages":[{"role":"user","content":"Hi"}]}`},
+		{"openai", "/v1/chat/completions", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Hi"}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var stdout, stderr syncBuffer
+			done := make(chan error, 1)
+			go func() {
+				done <- run(ctx, []string{tc.name, "-addr", "127.0.0.1:0", "-fault", "429:retry-after=2", "-token-delay", "1ms", "-api-key", "k"}, &stdout, &stderr)
+			}()
+			base, ok := strings.CutPrefix(waitLine(t, &stdout, done), tc.name+" listening on ")
+			if !ok {
+				t.Fatalf("printed %q", stdout.String())
+			}
+			post := func(key string) (*http.Response, string) {
+				req, _ := http.NewRequest(http.MethodPost, base+tc.path, strings.NewReader(tc.body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				b, _ := io.ReadAll(res.Body)
+				return res, string(b)
+			}
+			if res, _ := post("other"); res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("a wrong key: %d", res.StatusCode)
+			}
+			if res, _ := post("k"); res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "2" {
+				t.Errorf("the fault: %d %q", res.StatusCode, res.Header.Get("Retry-After"))
+			}
+			if res, body := post("k"); res.StatusCode != http.StatusOK || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+				t.Errorf("the answer: %d %q", res.StatusCode, body)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		})
 	}
 }

@@ -81,7 +81,9 @@ type callPayload struct {
 // the run's runId and the shape of its type; the order is start, then steps
 // (step-start, content, step-finish), then run-finish, last; the spec's
 // rules 2 to 4 hold (argument deltas concatenate to the call's JSON
-// arguments, results answer earlier calls, run-finish ends the stream).
+// arguments, results answer earlier calls, run-finish ends the stream). A
+// failed run may end inside a step, with calls left unanswered: an error
+// event, then run-finish with finishReason error.
 func Check(events []Event) error {
 	var errs []error
 	bad := func(i int, format string, args ...any) {
@@ -101,7 +103,7 @@ func Check(events []Event) error {
 	names := map[string]string{}
 	called := map[string]json.RawMessage{}
 	answered := map[string]bool{}
-	inStep := false
+	inStep, failed := false, false
 	finishes := 0
 	for i, e := range events {
 		if e.RunID != runID {
@@ -202,7 +204,10 @@ func Check(events []Event) error {
 			}
 		case api.EventRunFinish:
 			finishes++
-			if inStep {
+			// A run that fails ends where it is: an error event, then
+			// run-finish with finishReason error, even inside a step.
+			failed = p.FinishReason == api.FinishError && i > 0 && events[i-1].Type == api.EventError
+			if inStep && !failed {
 				bad(i, "run-finish inside a step")
 			}
 			if p.FinishReason == "" {
@@ -213,7 +218,7 @@ func Check(events []Event) error {
 		}
 	}
 	for id := range called {
-		if !answered[id] {
+		if !answered[id] && !failed {
 			errs = append(errs, fmt.Errorf("tool call %q has no tool-result", id))
 		}
 	}

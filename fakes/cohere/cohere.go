@@ -1,0 +1,362 @@
+// Package cohere is a fake of Cohere's v2 chat API (POST /v2/chat with
+// "stream": true) that answers like the fake model (fakes/fakemodel) in
+// Cohere's wire format: Server-Sent Events named message-start,
+// content-start, content-delta, content-end, tool-plan-delta,
+// tool-call-start, tool-call-delta, tool-call-end and message-end (with
+// finish_reason and usage), then data: [DONE]. The shapes follow recorded
+// streams of the real API, kept in testdata/ and compared in the tests.
+//
+// It is deterministic, runs in-process (it is an http.Handler) or as a
+// process (fakes cohere), and takes the knobs of fakes/upstream: pace per
+// token, first-token delay, and injected faults.
+package cohere
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/companionhq/companion/fakes/fakemodel"
+	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// Server is the fake. It is safe for concurrent use.
+type Server struct {
+	*upstream.Core
+}
+
+// New returns a fake Cohere with opts.
+func New(opts upstream.Options) *Server { return &Server{Core: upstream.NewCore(opts)} }
+
+// chatRequest is the part of a v2 chat request the fake reads.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	MaxTokens *int `json:"max_tokens"`
+	Stream    bool `json:"stream"`
+}
+
+// ServeHTTP serves POST /v2/chat.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	ex, done := s.Begin(r, body)
+	defer done()
+	switch {
+	case r.URL.Path != "/v2/chat":
+		writeError(w, http.StatusNotFound, "", "not found: this fake serves POST /v2/chat")
+		return
+	case r.Method != http.MethodPost:
+		writeError(w, http.StatusMethodNotAllowed, "", "method not allowed")
+		return
+	case !ex.Authorized:
+		writeError(w, http.StatusUnauthorized, "", "no api key supplied")
+		return
+	case ex.Fault != nil && ex.Fault.Kind == upstream.FaultStatus:
+		writeError(w, ex.Fault.Status, ex.Fault.RetryAfter, faultMessage(ex.Fault.Status))
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "", "invalid request: body must be a JSON object")
+		return
+	}
+	mreq, err := toModel(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "", "invalid request: "+err.Error())
+		return
+	}
+	if !req.Stream {
+		writeError(w, http.StatusBadRequest, "", "invalid request: this fake answers streaming requests only (\"stream\": true)")
+		return
+	}
+	s.answer(w, r, ex, mreq)
+}
+
+// Wire shapes of the events, fields in the order the real API sends them.
+type (
+	event struct {
+		ID    string `json:"id,omitempty"`
+		Type  string `json:"type"`
+		Index *int   `json:"index,omitempty"`
+		Delta any    `json:"delta,omitempty"`
+	}
+	msgDelta struct {
+		Message any `json:"message"`
+	}
+	startMessage struct {
+		Role      string `json:"role"`
+		Content   []any  `json:"content"`
+		ToolPlan  string `json:"tool_plan"`
+		ToolCalls []any  `json:"tool_calls"`
+		Citations []any  `json:"citations"`
+	}
+	contentMessage struct {
+		Content content `json:"content"`
+	}
+	content struct {
+		Type *string `json:"type,omitempty"`
+		Text string  `json:"text"`
+	}
+	planMessage struct {
+		ToolPlan string `json:"tool_plan"`
+	}
+	callMessage struct {
+		ToolCalls toolCall `json:"tool_calls"`
+	}
+	toolCall struct {
+		ID       string    `json:"id,omitempty"`
+		Type     string    `json:"type,omitempty"`
+		Function *function `json:"function"`
+	}
+	function struct {
+		Name      *string `json:"name,omitempty"`
+		Arguments string  `json:"arguments"`
+	}
+	endDelta struct {
+		FinishReason string `json:"finish_reason"`
+		Usage        usage  `json:"usage"`
+	}
+	usage struct {
+		BilledUnits  tokens `json:"billed_units"`
+		Tokens       tokens `json:"tokens"`
+		CachedTokens int    `json:"cached_tokens,omitempty"`
+	}
+	tokens struct {
+		InputTokens  int `json:"input_tokens"`
+		OutputTokens int `json:"output_tokens"`
+	}
+)
+
+// malformed is the chunk the malformed fault sends: a content-delta cut
+// in the middle of its JSON.
+const malformed = "event: content-delta\ndata: {\"type\":\"content-delta\",\"index\":0,\"delta\":{\"message\":\n\n"
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exchange, req model.Request) {
+	parts := fakemodel.Answer(req)
+	fin := parts[len(parts)-1].Finish
+	st := s.NewStream(w, r, ex)
+	zero := 0
+	err := st.Frame(frame(event{ID: responseID(req), Type: "message-start", Delta: msgDelta{startMessage{
+		Role: "assistant", Content: []any{}, ToolCalls: []any{}, Citations: []any{}}}}))
+	inText, planned := false, false
+	callIndex := map[string]int{}
+	for _, p := range parts {
+		if err != nil {
+			break
+		}
+		switch p.Kind {
+		case model.PartText:
+			if !inText {
+				inText = true
+				text := "text"
+				if err = st.Frame(frame(event{Type: "content-start", Index: &zero, Delta: msgDelta{contentMessage{content{Type: &text}}}})); err != nil {
+					break
+				}
+			}
+			err = st.Token(frame(event{Type: "content-delta", Index: &zero, Delta: msgDelta{contentMessage{content{Text: p.Text}}}}), malformed)
+		case model.PartToolCallStart:
+			if !planned {
+				// Cohere models say what they will do before calling tools.
+				planned = true
+				for _, w := range fakemodel.Tokens(toolPlan(parts)) {
+					if err = st.Token(frame(event{Type: "tool-plan-delta", Delta: msgDelta{planMessage{w}}}), malformed); err != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
+			i := len(callIndex)
+			callIndex[p.ToolCallID] = i
+			name := p.ToolName
+			err = st.Token(frame(event{Type: "tool-call-start", Index: &i, Delta: msgDelta{callMessage{toolCall{
+				ID: p.ToolCallID, Type: "function", Function: &function{Name: &name}}}}}), malformed)
+		case model.PartToolCallDelta:
+			i := callIndex[p.ToolCallID]
+			err = st.Token(frame(event{Type: "tool-call-delta", Index: &i, Delta: msgDelta{callMessage{toolCall{
+				Function: &function{Arguments: p.Text}}}}}), malformed)
+		case model.PartToolCallEnd:
+			i := callIndex[p.ToolCallID]
+			err = st.Frame(frame(event{Type: "tool-call-end", Index: &i}))
+		}
+	}
+	if err == nil {
+		err = st.End(malformed)
+	}
+	if err == nil && inText {
+		err = st.Frame(frame(event{Type: "content-end", Index: &zero}))
+	}
+	if err != nil {
+		return
+	}
+	u := tokens{InputTokens: fin.Usage.InputTokens, OutputTokens: fin.Usage.OutputTokens}
+	if st.Frame(frame(event{Type: "message-end", Delta: endDelta{FinishReason: finishReason(fin.Reason),
+		Usage: usage{BilledUnits: u, Tokens: u, CachedTokens: fin.Usage.CachedInputTokens}}})) == nil {
+		_ = st.Frame("data: [DONE]\n\n")
+	}
+}
+
+// toModel reads a v2 chat request as the fake model's request.
+func toModel(req chatRequest) (model.Request, error) {
+	var out model.Request
+	if req.Model == "" {
+		return out, fmt.Errorf("model is required")
+	}
+	if len(req.Messages) == 0 {
+		return out, fmt.Errorf("messages must not be empty")
+	}
+	var system []string
+	for i, m := range req.Messages {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return out, fmt.Errorf("messages[%d].content: %w", i, err)
+		}
+		switch m.Role {
+		case "system":
+			system = append(system, text)
+		case "user":
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: text})
+		case "assistant":
+			am := model.Message{Role: model.RoleAssistant, Content: text}
+			for _, c := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(c.Function.Arguments)})
+			}
+			out.Messages = append(out.Messages, am)
+		case "tool":
+			if m.ToolCallID == "" {
+				return out, fmt.Errorf("messages[%d]: tool_call_id is required", i)
+			}
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: text})
+		default:
+			return out, fmt.Errorf("messages[%d]: role %q is not one of system, user, assistant, tool", i, m.Role)
+		}
+	}
+	out.System = strings.Join(system, "\n\n")
+	for _, t := range req.Tools {
+		out.Tools = append(out.Tools, model.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	if req.MaxTokens != nil {
+		out.MaxOutputTokens = *req.MaxTokens
+	}
+	return out, nil
+}
+
+// contentText reads content given as a string, or as a list of text parts
+// or documents (whose data is the text).
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var items []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Document struct {
+			Data json.RawMessage `json:"data"`
+		} `json:"document"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return "", fmt.Errorf("must be a string or a list of content items")
+	}
+	var b strings.Builder
+	for _, it := range items {
+		switch it.Type {
+		case "text":
+			b.WriteString(it.Text)
+		case "document":
+			var d string
+			if json.Unmarshal(it.Document.Data, &d) == nil {
+				b.WriteString(d)
+			} else {
+				b.Write(it.Document.Data)
+			}
+		}
+	}
+	return b.String(), nil
+}
+
+func toolPlan(parts []model.Part) string {
+	var names []string
+	for _, p := range parts {
+		if p.Kind == model.PartToolCallStart && !slices.Contains(names, p.ToolName) {
+			names = append(names, p.ToolName)
+		}
+	}
+	return fmt.Sprintf("I will use %s to answer.", strings.Join(names, " and "))
+}
+
+func finishReason(r string) string {
+	switch r {
+	case api.FinishLength:
+		return "MAX_TOKENS"
+	case api.FinishToolCalls:
+		return "TOOL_CALL"
+	}
+	return "COMPLETE"
+}
+
+func responseID(req model.Request) string {
+	h := fnv.New128a()
+	fmt.Fprint(h, req.System)
+	for _, m := range req.Messages {
+		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
+	}
+	b := h.Sum(nil)
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// frame renders one event as Cohere frames it: its type as the event name,
+// the JSON on one data line.
+func frame(e event) string {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err) // the fake's own types always encode
+	}
+	return "event: " + e.Type + "\ndata: " + string(b) + "\n\n"
+}
+
+func faultMessage(status int) string {
+	switch status {
+	case http.StatusTooManyRequests:
+		return "You are using a Trial key, which is limited to 20 API calls / minute. You can continue to use the Trial key for free or upgrade to a Production key with higher rate limits"
+	case http.StatusServiceUnavailable:
+		return "service unavailable"
+	}
+	return "internal server error, this has been reported to our developers"
+}
+
+// writeError answers with Cohere's error body: {"id": ..., "message": ...}.
+func writeError(w http.ResponseWriter, status int, retryAfter, message string) {
+	b, _ := json.Marshal(map[string]string{"id": "fake-error", "message": message})
+	upstream.WriteError(w, status, retryAfter, b)
+}

@@ -1,0 +1,341 @@
+// Package openai is a fake of the OpenAI-compatible chat completions API
+// (POST /v1/chat/completions with "stream": true) that answers like the fake
+// model (fakes/fakemodel) in that wire format: Server-Sent Events whose data
+// are chat.completion.chunk objects (choices[].delta with content or
+// tool_calls merged by index, finish_reason), a last chunk with usage when
+// stream_options.include_usage is set, then data: [DONE]. The shapes follow
+// recorded streams of the real API, kept in testdata/ and compared in the
+// tests.
+//
+// It is deterministic, runs in-process (it is an http.Handler) or as a
+// process (fakes openai), and takes the knobs of fakes/upstream: pace per
+// token, first-token delay, and injected faults.
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/companionhq/companion/fakes/fakemodel"
+	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// Created is the "created" time of every chunk: fixed, so that answers are
+// deterministic.
+const Created = 1735689600
+
+// Server is the fake. It is safe for concurrent use.
+type Server struct {
+	*upstream.Core
+}
+
+// New returns a fake OpenAI-compatible server with opts.
+func New(opts upstream.Options) *Server { return &Server{Core: upstream.NewCore(opts)} }
+
+// chatRequest is the part of a chat completions request the fake reads.
+type chatRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Type     string `json:"type"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	MaxTokens           *int `json:"max_tokens"`
+	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	Stream              bool `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+// ServeHTTP serves POST /v1/chat/completions (and /chat/completions, for a
+// base URL given without /v1).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	ex, done := s.Begin(r, body)
+	defer done()
+	switch {
+	case r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions":
+		writeError(w, http.StatusNotFound, "", "Invalid URL (POST "+r.URL.Path+")", "invalid_request_error", "")
+		return
+	case r.Method != http.MethodPost:
+		writeError(w, http.StatusMethodNotAllowed, "", "Method not allowed", "invalid_request_error", "")
+		return
+	case !ex.Authorized:
+		writeError(w, http.StatusUnauthorized, "", "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", "invalid_request_error", "")
+		return
+	case ex.Fault != nil && ex.Fault.Kind == upstream.FaultStatus:
+		msg, typ, code := faultError(ex.Fault.Status)
+		writeError(w, ex.Fault.Status, ex.Fault.RetryAfter, msg, typ, code)
+		return
+	}
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "", "We could not parse the JSON body of your request.", "invalid_request_error", "")
+		return
+	}
+	mreq, err := toModel(req)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "", err.Error(), "invalid_request_error", "")
+		return
+	}
+	if !req.Stream {
+		writeError(w, http.StatusBadRequest, "", "this fake answers streaming requests only (\"stream\": true)", "invalid_request_error", "")
+		return
+	}
+	s.answer(w, r, ex, mreq, req.Model, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+}
+
+// Wire shapes, fields in the order the real API sends them.
+type (
+	chunk struct {
+		ID                string   `json:"id"`
+		Object            string   `json:"object"`
+		Created           int64    `json:"created"`
+		Model             string   `json:"model"`
+		SystemFingerprint string   `json:"system_fingerprint"`
+		Choices           []choice `json:"choices"`
+		Usage             *usage   `json:"usage,omitempty"`
+		// NullUsage writes "usage":null, as the real API does on every
+		// chunk but the last when usage was asked for.
+		NullUsage bool `json:"-"`
+	}
+	choice struct {
+		Index        int     `json:"index"`
+		Delta        delta   `json:"delta"`
+		Logprobs     *string `json:"logprobs"`
+		FinishReason *string `json:"finish_reason"`
+	}
+	delta struct {
+		Role      string     `json:"role,omitempty"`
+		Content   *string    `json:"content,omitempty"`
+		ToolCalls []toolCall `json:"tool_calls,omitempty"`
+	}
+	toolCall struct {
+		Index    int      `json:"index"`
+		ID       string   `json:"id,omitempty"`
+		Type     string   `json:"type,omitempty"`
+		Function function `json:"function"`
+	}
+	function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	}
+	usage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails struct {
+			CachedTokens int `json:"cached_tokens"`
+			AudioTokens  int `json:"audio_tokens"`
+		} `json:"prompt_tokens_details"`
+		CompletionTokensDetails struct {
+			ReasoningTokens          int `json:"reasoning_tokens"`
+			AudioTokens              int `json:"audio_tokens"`
+			AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+			RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
+		} `json:"completion_tokens_details"`
+	}
+)
+
+// malformed is the chunk the malformed fault sends: JSON cut in the middle.
+const malformed = "data: {\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\n\n"
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exchange, req model.Request, modelName string, withUsage bool) {
+	parts := fakemodel.Answer(req)
+	fin := parts[len(parts)-1].Finish
+	id := "chatcmpl-" + responseID(req)
+	mk := func(d delta, finish *string) string {
+		return frame(chunk{ID: id, Object: "chat.completion.chunk", Created: Created, Model: modelName,
+			SystemFingerprint: "fp_fake", Choices: []choice{{Delta: d, FinishReason: finish}}, NullUsage: withUsage})
+	}
+	st := s.NewStream(w, r, ex)
+	empty := ""
+	opening := delta{Role: "assistant", Content: &empty}
+	err := st.Frame(mk(opening, nil))
+	callIndex := map[string]int{}
+	for _, p := range parts {
+		if err != nil {
+			break
+		}
+		switch p.Kind {
+		case model.PartText:
+			text := p.Text
+			err = st.Token(mk(delta{Content: &text}, nil), malformed)
+		case model.PartToolCallStart:
+			i := len(callIndex)
+			callIndex[p.ToolCallID] = i
+			err = st.Token(mk(delta{ToolCalls: []toolCall{{Index: i, ID: p.ToolCallID, Type: "function",
+				Function: function{Name: p.ToolName, Arguments: p.Text}}}}, nil), malformed)
+		case model.PartToolCallDelta:
+			err = st.Token(mk(delta{ToolCalls: []toolCall{{Index: callIndex[p.ToolCallID], Function: function{Arguments: p.Text}}}}, nil), malformed)
+		}
+	}
+	if err == nil {
+		err = st.End(malformed)
+	}
+	if err != nil {
+		return
+	}
+	reason := finishReason(fin.Reason)
+	err = st.Frame(mk(delta{}, &reason))
+	if err == nil && withUsage {
+		u := &usage{PromptTokens: fin.Usage.InputTokens, CompletionTokens: fin.Usage.OutputTokens, TotalTokens: fin.Usage.TotalTokens}
+		u.PromptTokensDetails.CachedTokens = fin.Usage.CachedInputTokens
+		u.CompletionTokensDetails.ReasoningTokens = fin.Usage.ReasoningTokens
+		err = st.Frame(frame(chunk{ID: id, Object: "chat.completion.chunk", Created: Created, Model: modelName,
+			SystemFingerprint: "fp_fake", Choices: []choice{}, Usage: u}))
+	}
+	if err == nil {
+		_ = st.Frame("data: [DONE]\n\n")
+	}
+}
+
+// toModel reads a chat completions request as the fake model's request.
+func toModel(req chatRequest) (model.Request, error) {
+	var out model.Request
+	if req.Model == "" {
+		return out, fmt.Errorf("you must provide a model parameter")
+	}
+	if len(req.Messages) == 0 {
+		return out, fmt.Errorf("[] is too short - 'messages'")
+	}
+	var system []string
+	for i, m := range req.Messages {
+		text, err := contentText(m.Content)
+		if err != nil {
+			return out, fmt.Errorf("messages[%d].content: %w", i, err)
+		}
+		switch m.Role {
+		case "system", "developer":
+			system = append(system, text)
+		case "user":
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: text})
+		case "assistant":
+			am := model.Message{Role: model.RoleAssistant, Content: text}
+			for _, c := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(c.Function.Arguments)})
+			}
+			out.Messages = append(out.Messages, am)
+		case "tool":
+			if m.ToolCallID == "" {
+				return out, fmt.Errorf("messages[%d]: tool_call_id is required", i)
+			}
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: text})
+		default:
+			return out, fmt.Errorf("messages[%d]: invalid role %q", i, m.Role)
+		}
+	}
+	out.System = strings.Join(system, "\n\n")
+	for _, t := range req.Tools {
+		out.Tools = append(out.Tools, model.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
+	}
+	switch {
+	case req.MaxCompletionTokens != nil:
+		out.MaxOutputTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		out.MaxOutputTokens = *req.MaxTokens
+	}
+	return out, nil
+}
+
+// contentText reads content given as a string or as a list of text parts.
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var items []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return "", fmt.Errorf("must be a string or a list of content parts")
+	}
+	var b strings.Builder
+	for _, it := range items {
+		if it.Type == "text" {
+			b.WriteString(it.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+func finishReason(r string) string {
+	switch r {
+	case api.FinishLength:
+		return "length"
+	case api.FinishToolCalls:
+		return "tool_calls"
+	}
+	return "stop"
+}
+
+func responseID(req model.Request) string {
+	h := fnv.New64a()
+	fmt.Fprint(h, req.System)
+	for _, m := range req.Messages {
+		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// frame renders one chunk as a data line.
+func frame(c chunk) string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(err) // the fake's own types always encode
+	}
+	if c.NullUsage && c.Usage == nil {
+		// The real API puts "usage":null after choices on every chunk but
+		// the last when usage was asked for.
+		b = append(b[:len(b)-1], []byte(`,"usage":null}`)...)
+	}
+	return "data: " + string(b) + "\n\n"
+}
+
+func faultError(status int) (msg, typ, code string) {
+	switch status {
+	case http.StatusTooManyRequests:
+		return "Rate limit reached for requests. Please try again later.", "requests", "rate_limit_exceeded"
+	case http.StatusServiceUnavailable:
+		return "The engine is currently overloaded, please try again later.", "server_error", ""
+	}
+	return "The server had an error while processing your request. Sorry about that!", "server_error", ""
+}
+
+// writeError answers with OpenAI's error body:
+// {"error": {"message", "type", "param", "code"}}.
+func writeError(w http.ResponseWriter, status int, retryAfter, message, typ, code string) {
+	var c *string
+	if code != "" {
+		c = &code
+	}
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": c}})
+	upstream.WriteError(w, status, retryAfter, b)
+}

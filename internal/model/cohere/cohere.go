@@ -1,0 +1,342 @@
+// Package cohere is the Cohere provider: the v2 chat API (POST /v2/chat,
+// streaming, tools) with the request and event types of
+// github.com/cohere-ai/cohere-go/v2.
+//
+// The SDK's own stream reader is not used. In cohere-go v2.15.3,
+// Stream.Recv splits the body on newlines and hands any line without a
+// "data: " prefix to json.Unmarshal, so the blank line that ends every
+// Server-Sent Event fails with "unexpected end of JSON input" as soon as
+// events arrive one per read, which is how a live stream arrives (see
+// docs/providers.md). This package sends the SDK's V2ChatStreamRequest
+// itself and reads the events with a standard SSE parser, then decodes each
+// one into the SDK's V2ChatStreamResponse. It also keeps the status and
+// Retry-After of failures, which the SDK's errors drop, and leaves retries
+// to model.Resilient.
+package cohere
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	cohere "github.com/cohere-ai/cohere-go/v2"
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// Provider is the provider's name in errors, modelId and providerMetadata.
+const Provider = "cohere"
+
+// DefaultBaseURL is Cohere's API.
+const DefaultBaseURL = "https://api.cohere.com"
+
+// Config configures a Model.
+type Config struct {
+	// Model is Cohere's model name, e.g. command-a-03-2025.
+	Model string
+	// APIKey is sent as a bearer token.
+	APIKey string
+	// BaseURL replaces DefaultBaseURL; the path /v2/chat is appended.
+	BaseURL string
+	// HTTPClient sends the requests; nil uses a client without a timeout
+	// (model.Resilient bounds the calls).
+	HTTPClient *http.Client
+}
+
+// Model is a Cohere chat model. It is safe for concurrent use.
+type Model struct {
+	cfg Config
+	url string
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New checks cfg and returns a Model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("cohere: no model name")
+	}
+	if cfg.APIKey == "" {
+		return nil, errors.New("cohere: no API key")
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	return &Model{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/v2/chat"}, nil
+}
+
+// Provider implements model.Model.
+func (m *Model) Provider() string { return Provider }
+
+// ID implements model.Model.
+func (m *Model) ID() string { return m.cfg.Model }
+
+// Stream implements model.Model.
+func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
+	return func(yield func(model.Part, error) bool) {
+		body, err := json.Marshal(Request(m.cfg.Model, req))
+		if err != nil {
+			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: Provider, Message: "the request could not be encoded", Err: err})
+			return
+		}
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+		if err != nil {
+			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: Provider, Message: "the base URL is not valid", Err: err})
+			return
+		}
+		hreq.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
+		hreq.Header.Set("Content-Type", "application/json")
+		hreq.Header.Set("Accept", "text/event-stream")
+		res, err := m.cfg.HTTPClient.Do(hreq)
+		if err != nil {
+			yield(model.Part{}, model.TransportError(Provider, err, false))
+			return
+		}
+		defer res.Body.Close()
+		if res.StatusCode/100 != 2 {
+			detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+			yield(model.Part{}, model.StatusError(Provider, res.StatusCode, res.Header,
+				model.Redact(errorMessage(detail), m.cfg.APIKey), time.Now()))
+			return
+		}
+		d := &decoder{}
+		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: 1 << 20}) {
+			if err != nil {
+				yield(model.Part{}, model.TransportError(Provider, err, d.began))
+				return
+			}
+			parts, done, err := d.event(ev.Data)
+			if err != nil {
+				yield(model.Part{}, err)
+				return
+			}
+			for _, p := range parts {
+				if !yield(p, nil) {
+					return
+				}
+			}
+			if done {
+				return
+			}
+		}
+		// The body ended without message-end: the stream was cut.
+		if ctx.Err() != nil {
+			yield(model.Part{}, ctx.Err())
+			return
+		}
+		yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Temporary: !d.began,
+			Message: "the stream ended before message-end"})
+	}
+}
+
+// Request is the v2 chat request for req.
+func Request(modelName string, req model.Request) *cohere.V2ChatStreamRequest {
+	out := &cohere.V2ChatStreamRequest{Model: modelName}
+	if req.System != "" {
+		out.Messages = append(out.Messages, &cohere.ChatMessageV2{Role: "system",
+			System: &cohere.SystemMessageV2{Content: &cohere.SystemMessageV2Content{String: req.System}}})
+	}
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case model.RoleUser:
+			out.Messages = append(out.Messages, &cohere.ChatMessageV2{Role: "user",
+				User: &cohere.UserMessageV2{Content: &cohere.UserMessageV2Content{String: msg.Content}}})
+		case model.RoleAssistant:
+			am := &cohere.AssistantMessage{}
+			if msg.Content != "" {
+				am.Content = &cohere.AssistantMessageV2Content{String: msg.Content}
+			}
+			for _, c := range msg.ToolCalls {
+				id, name, args, typ := c.ID, c.Name, string(c.Args), "function"
+				if args == "" {
+					args = "{}"
+				}
+				am.ToolCalls = append(am.ToolCalls, &cohere.ToolCallV2{Id: &id, Type: &typ,
+					Function: &cohere.ToolCallV2Function{Name: &name, Arguments: &args}})
+			}
+			out.Messages = append(out.Messages, &cohere.ChatMessageV2{Role: "assistant", Assistant: am})
+		case model.RoleTool:
+			out.Messages = append(out.Messages, &cohere.ChatMessageV2{Role: "tool",
+				Tool: &cohere.ToolMessageV2{ToolCallId: msg.ToolCallID, Content: &cohere.ToolMessageV2Content{String: msg.Content}}})
+		}
+	}
+	for _, t := range req.Tools {
+		params := map[string]any{}
+		if len(t.Parameters) > 0 {
+			_ = json.Unmarshal(t.Parameters, &params)
+		}
+		desc, typ := t.Description, "function"
+		out.Tools = append(out.Tools, &cohere.ToolV2{Type: &typ, Function: &cohere.ToolV2Function{Name: t.Name, Description: &desc, Parameters: params}})
+	}
+	if req.MaxOutputTokens > 0 {
+		n := req.MaxOutputTokens
+		out.MaxTokens = &n
+	}
+	return out
+}
+
+// decoder turns the events of one answer into parts.
+type decoder struct {
+	id    string
+	calls map[int]string // tool-call index to id
+	began bool
+}
+
+// event decodes one event's data. done is set after message-end (or the
+// [DONE] that follows it).
+func (d *decoder) event(data string) (parts []model.Part, done bool, err error) {
+	data = strings.TrimSpace(data)
+	if data == "" {
+		return nil, false, nil
+	}
+	if data == "[DONE]" {
+		return nil, false, &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: "the stream ended before message-end"}
+	}
+	var ev cohere.V2ChatStreamResponse
+	if err := json.Unmarshal([]byte(data), &ev); err != nil {
+		return nil, false, &model.Error{Kind: model.KindUpstream, Provider: Provider,
+			Message: "the provider sent a malformed stream event", Err: err}
+	}
+	switch {
+	case ev.MessageStart != nil:
+		if ev.MessageStart.Id != nil {
+			d.id = *ev.MessageStart.Id
+		}
+	case ev.ContentDelta != nil:
+		c := ev.ContentDelta.GetDelta().GetMessage().GetContent()
+		if t := c.GetText(); t != nil && *t != "" {
+			parts = append(parts, model.Part{Kind: model.PartText, Text: *t})
+		}
+		if t := c.GetThinking(); t != nil && *t != "" {
+			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: *t})
+		}
+	case ev.ToolPlanDelta != nil:
+		// The plan a Cohere model writes before it calls tools is reasoning,
+		// not reply text.
+		if t := ev.ToolPlanDelta.GetDelta().GetMessage().GetToolPlan(); t != nil && *t != "" {
+			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: *t})
+		}
+	case ev.ToolCallStart != nil:
+		tc := ev.ToolCallStart.GetDelta().GetMessage().GetToolCalls()
+		p := model.Part{Kind: model.PartToolCallStart}
+		if tc.GetId() != nil {
+			p.ToolCallID = *tc.GetId()
+		}
+		if f := tc.GetFunction(); f != nil {
+			if f.Name != nil {
+				p.ToolName = *f.Name
+			}
+			if f.Arguments != nil {
+				p.Text = *f.Arguments
+			}
+		}
+		if d.calls == nil {
+			d.calls = map[int]string{}
+		}
+		d.calls[index(ev.ToolCallStart.Index)] = p.ToolCallID
+		parts = append(parts, p)
+	case ev.ToolCallDelta != nil:
+		f := ev.ToolCallDelta.GetDelta().GetMessage().GetToolCalls().GetFunction()
+		if f != nil && f.Arguments != nil && *f.Arguments != "" {
+			parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[index(ev.ToolCallDelta.Index)], Text: *f.Arguments})
+		}
+	case ev.ToolCallEnd != nil:
+		parts = append(parts, model.Part{Kind: model.PartToolCallEnd, ToolCallID: d.calls[index(ev.ToolCallEnd.Index)]})
+	case ev.MessageEnd != nil:
+		p, err := d.finish(ev.MessageEnd)
+		if err != nil {
+			return nil, true, err
+		}
+		return []model.Part{p}, true, nil
+	}
+	if len(parts) > 0 {
+		d.began = true
+	}
+	return parts, false, nil
+}
+
+// finish maps message-end: its finish reason and usage.
+func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
+	delta := e.GetDelta()
+	reason := ""
+	if r := delta.GetFinishReason(); r != nil {
+		reason = string(*r)
+	}
+	fin := &model.Finish{ResponseID: d.id, ProviderMetadata: map[string]any{"finishReason": reason}}
+	if e.Id != nil && d.id == "" {
+		fin.ResponseID = *e.Id
+	}
+	switch strings.ToUpper(reason) {
+	case "COMPLETE", "STOP_SEQUENCE":
+		fin.Reason = api.FinishStop
+	case "MAX_TOKENS":
+		fin.Reason = api.FinishLength
+	case "TOOL_CALL":
+		fin.Reason = api.FinishToolCalls
+	case "TIMEOUT":
+		return model.Part{}, &model.Error{Kind: model.KindTimeout, Provider: Provider, Message: "the model timed out while answering"}
+	default:
+		msg := "the model stopped with an error"
+		if reason != "ERROR" {
+			msg = fmt.Sprintf("the model stopped for an unknown reason %q", reason)
+		}
+		var cause error
+		if delta.GetError() != nil {
+			cause = errors.New(*delta.GetError())
+		}
+		return model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: msg, Err: cause}
+	}
+	if u := delta.GetUsage(); u != nil {
+		in, out := tokens(u.GetTokens().GetInputTokens()), tokens(u.GetTokens().GetOutputTokens())
+		if u.GetTokens() == nil {
+			in, out = tokens(u.GetBilledUnits().GetInputTokens()), tokens(u.GetBilledUnits().GetOutputTokens())
+		}
+		fin.Usage = api.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+		if c, ok := u.GetExtraProperties()["cached_tokens"].(float64); ok {
+			fin.Usage.CachedInputTokens = int(c)
+		}
+		if b := u.GetBilledUnits(); b != nil {
+			fin.ProviderMetadata["billedUnits"] = map[string]any{
+				"inputTokens": tokens(b.GetInputTokens()), "outputTokens": tokens(b.GetOutputTokens())}
+		}
+	}
+	return model.Part{Kind: model.PartFinish, Finish: fin}, nil
+}
+
+func index(i *int) int {
+	if i == nil {
+		return 0
+	}
+	return *i
+}
+
+func tokens(f *float64) int {
+	if f == nil {
+		return 0
+	}
+	return int(*f)
+}
+
+// errorMessage reads the message of Cohere's error body
+// {"id": ..., "message": ...}, or the body itself.
+func errorMessage(body []byte) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	return string(body)
+}

@@ -1,0 +1,349 @@
+// Package openai is the provider for OpenAI-compatible chat completions
+// (OpenAI, Ollama, vLLM, llama.cpp's server, OpenRouter, Groq, Mistral and
+// others), through the official SDK github.com/openai/openai-go/v3:
+// "stream": true with stream_options.include_usage, tool-call deltas merged
+// by index, usage with cached and reasoning tokens where the server gives
+// them, any base URL.
+//
+// The SDK's retries are switched off (model.Resilient retries, once for
+// every provider), and its client is built from this package's Config
+// alone: nothing is read from the environment here.
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"iter"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// Provider names.
+const (
+	// ProviderOpenAI is OpenAI itself.
+	ProviderOpenAI = "openai"
+	// ProviderOllama is a local Ollama.
+	ProviderOllama = "ollama"
+	// ProviderCompatible is any other OpenAI-compatible server.
+	ProviderCompatible = "openai-compatible"
+)
+
+// Default base URLs.
+const (
+	DefaultBaseURL = "https://api.openai.com/v1"
+	OllamaBaseURL  = "http://localhost:11434/v1"
+)
+
+// Config configures a Model.
+type Config struct {
+	// Provider is the name the model answers under: ProviderOpenAI,
+	// ProviderOllama or ProviderCompatible (the default).
+	Provider string
+	// Model is the server's model name.
+	Model string
+	// APIKey is sent as a bearer token when set.
+	APIKey string
+	// BaseURL is the API's base, e.g. https://api.openai.com/v1; the path
+	// chat/completions is appended. Required.
+	BaseURL string
+	// HTTPClient sends the requests; nil uses a client without a timeout
+	// (model.Resilient bounds the calls).
+	HTTPClient *http.Client
+}
+
+// Model is an OpenAI-compatible chat model. It is safe for concurrent use.
+type Model struct {
+	cfg  Config
+	chat oai.ChatCompletionService
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New checks cfg and returns a Model.
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: no model name")
+	}
+	if cfg.BaseURL == "" {
+		return nil, errors.New("openai: no base URL")
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = ProviderCompatible
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(0),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	// The service, not oai.NewClient: NewClient adds options read from
+	// OPENAI_* variables, and the configuration must come from Config only.
+	return &Model{cfg: cfg, chat: oai.NewChatCompletionService(opts...)}, nil
+}
+
+// Provider implements model.Model.
+func (m *Model) Provider() string { return m.cfg.Provider }
+
+// ID implements model.Model.
+func (m *Model) ID() string { return m.cfg.Model }
+
+// Stream implements model.Model.
+func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
+	return func(yield func(model.Part, error) bool) {
+		stream := m.chat.NewStreaming(ctx, Params(m.cfg.Provider, m.cfg.Model, req))
+		defer stream.Close()
+		d := &decoder{provider: m.cfg.Provider}
+		for stream.Next() {
+			parts, err := d.chunk(stream.Current())
+			if err != nil {
+				yield(model.Part{}, err)
+				return
+			}
+			for _, p := range parts {
+				if !yield(p, nil) {
+					return
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			yield(model.Part{}, m.failure(ctx, err, d.began))
+			return
+		}
+		if d.reason == "" {
+			if ctx.Err() != nil {
+				yield(model.Part{}, ctx.Err())
+				return
+			}
+			yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: m.cfg.Provider, Temporary: !d.began,
+				Message: "the stream ended before the model finished"})
+			return
+		}
+		for _, p := range d.finish() {
+			if !yield(p, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Params is the chat completions request for req.
+func Params(provider, modelName string, req model.Request) oai.ChatCompletionNewParams {
+	p := oai.ChatCompletionNewParams{
+		Model:         shared.ChatModel(modelName),
+		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)},
+	}
+	if req.System != "" {
+		p.Messages = append(p.Messages, oai.SystemMessage(req.System))
+	}
+	for _, msg := range req.Messages {
+		switch msg.Role {
+		case model.RoleUser:
+			p.Messages = append(p.Messages, oai.UserMessage(msg.Content))
+		case model.RoleAssistant:
+			am := oai.ChatCompletionAssistantMessageParam{}
+			if msg.Content != "" || len(msg.ToolCalls) == 0 {
+				am.Content.OfString = oai.String(msg.Content)
+			}
+			for _, c := range msg.ToolCalls {
+				args := string(c.Args)
+				if args == "" {
+					args = "{}"
+				}
+				am.ToolCalls = append(am.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{ID: c.ID,
+						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args}}})
+			}
+			p.Messages = append(p.Messages, oai.ChatCompletionMessageParamUnion{OfAssistant: &am})
+		case model.RoleTool:
+			p.Messages = append(p.Messages, oai.ToolMessage(msg.Content, msg.ToolCallID))
+		}
+	}
+	for _, t := range req.Tools {
+		params := shared.FunctionParameters{}
+		if len(t.Parameters) > 0 {
+			_ = json.Unmarshal(t.Parameters, &params)
+		}
+		p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: oai.String(t.Description), Parameters: params}))
+	}
+	if req.MaxOutputTokens > 0 {
+		// OpenAI's newer models take only max_completion_tokens; most other
+		// servers know only max_tokens.
+		if provider == ProviderOpenAI {
+			p.MaxCompletionTokens = oai.Int(int64(req.MaxOutputTokens))
+		} else {
+			p.MaxTokens = oai.Int(int64(req.MaxOutputTokens))
+		}
+	}
+	return p
+}
+
+// decoder turns the chunks of one answer into parts.
+type decoder struct {
+	provider string
+	id       string
+	calls    []call // by index of first appearance
+	reason   string
+	usage    *oai.CompletionUsage
+	meta     map[string]any
+	began    bool
+}
+
+type call struct {
+	index int64
+	id    string
+}
+
+func (d *decoder) chunk(c oai.ChatCompletionChunk) ([]model.Part, error) {
+	if d.id == "" {
+		d.id = c.ID
+	}
+	if c.JSON.Usage.Valid() && c.Usage.JSON.PromptTokens.Valid() {
+		u := c.Usage
+		d.usage = &u
+	}
+	if d.meta == nil {
+		d.meta = map[string]any{}
+	}
+	if c.Model != "" {
+		d.meta["model"] = c.Model
+	}
+	if c.SystemFingerprint != "" {
+		d.meta["systemFingerprint"] = c.SystemFingerprint
+	}
+	var parts []model.Part
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // one answer is asked for; other choices are not ours
+		}
+		delta := ch.Delta
+		if r := reasoning(delta); r != "" {
+			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: r})
+		}
+		if delta.Content != "" {
+			parts = append(parts, model.Part{Kind: model.PartText, Text: delta.Content})
+		}
+		for _, tc := range delta.ToolCalls {
+			// The last call at this index, unless the chunk names another
+			// id: some servers send every call complete at index 0.
+			i := -1
+			for k := len(d.calls) - 1; k >= 0; k-- {
+				if d.calls[k].index == tc.Index {
+					i = k
+					break
+				}
+			}
+			if i >= 0 && tc.ID != "" && tc.ID != d.calls[i].id {
+				i = -1
+			}
+			if i < 0 {
+				d.calls = append(d.calls, call{index: tc.Index, id: tc.ID})
+				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: tc.ID, ToolName: tc.Function.Name, Text: tc.Function.Arguments})
+				continue
+			}
+			if tc.Function.Arguments != "" {
+				parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[i].id, Text: tc.Function.Arguments})
+			}
+		}
+		if ch.FinishReason != "" {
+			d.reason = ch.FinishReason
+		}
+	}
+	if len(parts) > 0 {
+		d.began = true
+	}
+	return parts, nil
+}
+
+// finish closes the open tool calls and reports the finish with its usage.
+func (d *decoder) finish() []model.Part {
+	var parts []model.Part
+	for _, c := range d.calls {
+		parts = append(parts, model.Part{Kind: model.PartToolCallEnd, ToolCallID: c.id})
+	}
+	fin := &model.Finish{ResponseID: d.id, ProviderMetadata: d.meta}
+	fin.ProviderMetadata["finishReason"] = d.reason
+	switch d.reason {
+	case "length":
+		fin.Reason = api.FinishLength
+	case "tool_calls", "function_call":
+		fin.Reason = api.FinishToolCalls
+	default: // stop, content_filter, and what servers add
+		fin.Reason = api.FinishStop
+	}
+	if u := d.usage; u != nil {
+		fin.Usage = api.Usage{
+			InputTokens:       int(u.PromptTokens),
+			OutputTokens:      int(u.CompletionTokens),
+			TotalTokens:       int(u.TotalTokens),
+			CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
+			ReasoningTokens:   int(u.CompletionTokensDetails.ReasoningTokens),
+		}
+		if fin.Usage.TotalTokens == 0 {
+			fin.Usage.TotalTokens = fin.Usage.InputTokens + fin.Usage.OutputTokens
+		}
+	}
+	return append(parts, model.Part{Kind: model.PartFinish, Finish: fin})
+}
+
+// reasoning reads the reasoning text some servers stream beside the
+// content: reasoning_content (vLLM, DeepSeek, llama.cpp) or reasoning
+// (Ollama, OpenRouter).
+func reasoning(d oai.ChatCompletionChunkChoiceDelta) string {
+	for _, k := range []string{"reasoning_content", "reasoning"} {
+		// The SDK keeps unknown fields raw (and marks them not Valid).
+		if f, ok := d.JSON.ExtraFields[k]; ok && f.Raw() != "" {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// failure classifies what the SDK's stream reports.
+func (m *Model) failure(ctx context.Context, err error, began bool) error {
+	p := m.cfg.Provider
+	var ae *oai.Error
+	var se *ssestream.StreamError
+	var syn *json.SyntaxError
+	var nerr net.Error
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &ae):
+		var h http.Header
+		if ae.Response != nil {
+			h = ae.Response.Header
+		}
+		return model.StatusError(p, ae.StatusCode, h, model.Redact(ae.Message, m.cfg.APIKey), time.Now())
+	case errors.As(err, &se):
+		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider reported an error in the middle of the stream",
+			Err: errors.New(model.Redact(string(se.Event.Data), m.cfg.APIKey))}
+	case errors.As(err, &syn):
+		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.As(err, &nerr):
+		return model.TransportError(p, err, began)
+	}
+	// A failure to send the request, or to read the answer.
+	return model.TransportError(p, err, began)
+}
