@@ -61,8 +61,10 @@ func (p provider) start(t *testing.T, opts upstream.Options, tune func(*app.Conf
 	return svc, core
 }
 
-func request(text string) string {
-	b, _ := json.Marshal(map[string]any{"threadId": "t1", "messages": []map[string]string{{"role": "user", "content": text}},
+// request asks text on a thread of its own: with memory, a second request
+// on one thread would see the first.
+func request(thread, text string) string {
+	b, _ := json.Marshal(map[string]any{"threadId": thread, "messages": []map[string]string{{"role": "user", "content": text}},
 		"runtimeContext": map[string]any{"metadata": map[string]string{"personality": "guru"}}})
 	return string(b)
 }
@@ -75,7 +77,7 @@ func TestProvidersEndToEnd(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			svc, _ := p.start(t, upstream.Options{}, nil)
 			for _, q := range []string{"How do I start my day well?", "What's the weather in Berlin?", "What's the weather in Paris and Tokyo?"} {
-				res, body := svc.Post(t, streamPath, request(q))
+				res, body := svc.Post(t, streamPath, request("stream-"+q, q))
 				if res.StatusCode != 200 {
 					t.Fatalf("stream %q: %d %s", q, res.StatusCode, body)
 				}
@@ -86,7 +88,7 @@ func TestProvidersEndToEnd(t *testing.T) {
 				if err := apitest.Check(events); err != nil {
 					t.Fatalf("stream %q breaks the rules: %v\n%s", q, err, body)
 				}
-				res, gbody := svc.Post(t, generatePath, request(q))
+				res, gbody := svc.Post(t, generatePath, request("generate-"+q, q))
 				if res.StatusCode != 200 {
 					t.Fatalf("generate %q: %d %s", q, res.StatusCode, gbody)
 				}
@@ -133,7 +135,7 @@ func TestProviderFailures(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					svc, _ := p.start(t, upstream.Options{Faults: tc.faults}, nil)
 					for _, path := range []string{generatePath, streamPath} {
-						res, body := svc.Post(t, path, request("Hello"))
+						res, body := svc.Post(t, path, request("t-"+path, "Hello"))
 						var e api.ErrorBody
 						_ = json.Unmarshal(body, &e)
 						if res.StatusCode != tc.status || !strings.HasPrefix(e.Error, tc.message) || res.Header.Get("Retry-After") != tc.retryAfter {
@@ -147,7 +149,7 @@ func TestProviderFailures(t *testing.T) {
 			}
 			t.Run("cut mid-stream", func(t *testing.T) {
 				svc, _ := p.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut, After: 3}}}, nil)
-				res, body := svc.Post(t, streamPath, request("How do I start my day well?"))
+				res, body := svc.Post(t, streamPath, request("t1", "How do I start my day well?"))
 				events, err := apitest.ReadSSE(bytes.NewReader(body))
 				if res.StatusCode != 200 || err != nil {
 					t.Fatalf("%d %v %s", res.StatusCode, err, body)
@@ -176,7 +178,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 			svc, core := p.start(t, upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}}, nil)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, svc.URL+streamPath, strings.NewReader(request("How do I start my day well?")))
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, svc.URL+streamPath, strings.NewReader(request("t1", "How do I start my day well?")))
 			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
