@@ -453,10 +453,7 @@ func TestModelFailure(t *testing.T) {
 			}
 			events := rec.decoded(t)
 			if err := apitest.Check(events); err != nil {
-				// A cut step has no step-finish: only the step rule may fail.
-				if !strings.Contains(err.Error(), "run-finish inside a step") {
-					t.Fatal(err)
-				}
+				t.Fatal(err)
 			}
 			n := len(events)
 			if events[n-2].Type != api.EventError || events[n-2].Error.Code != api.CodeModelError || !strings.HasPrefix(events[n-2].Error.Message, "script model failed: ") {

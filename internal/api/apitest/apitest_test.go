@@ -91,6 +91,21 @@ func TestCheckCatchesViolations(t *testing.T) {
 	}
 }
 
+func TestCheckFailedRun(t *testing.T) {
+	// A run that fails mid-step ends with error and run-finish (error).
+	cut := append(append([]string{}, good[:7]...),
+		`{"type":"error","runId":"r","error":{"message":"cohere model failed: cut","code":"MODEL_ERROR"}}`,
+		`{"type":"run-finish","runId":"r","payload":{"finishReason":"error"}}`)
+	if err := apitest.Check(read(t, cut)); err != nil {
+		t.Fatalf("a failed run ending mid-step: %v", err)
+	}
+	// Without the error, the same ending breaks the rules.
+	bare := append(append([]string{}, good[:7]...), `{"type":"run-finish","runId":"r","payload":{"finishReason":"stop"}}`)
+	if err := apitest.Check(read(t, bare)); err == nil || !strings.Contains(err.Error(), "run-finish inside a step") {
+		t.Fatalf("got %v, want run-finish inside a step", err)
+	}
+}
+
 func TestCheckAgainst(t *testing.T) {
 	events := read(t, good)
 	gen := api.GenerateResponse{
