@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"github.com/companionhq/companion/internal/agent"
 	"net/http"
 	"time"
 
@@ -36,20 +37,24 @@ func (s *Server) handleReady() http.HandlerFunc {
 // readyTimeout bounds a readiness check.
 const readyTimeout = 2 * time.Second
 
+// decodeRunRequest checks the agent id of a generate or stream request and
+// reads and validates its body.
+func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent.Input, error) {
+	if err := agentID(chi.URLParam(r, "agentId")); err != nil {
+		return agent.Input{}, err
+	}
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
+		return agent.Input{}, err
+	}
+	return decodeRun(body)
+}
+
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run
 // as one JSON body.
 func (s *Server) handleGenerate() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		in, err := decodeRun(body)
+		in, err := s.decodeRunRequest(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -70,16 +75,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 func (s *Server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
-		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		in, err := decodeRun(body)
+		in, err := s.decodeRunRequest(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
