@@ -2,12 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"github.com/companionhq/companion/internal/agent"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 )
 
