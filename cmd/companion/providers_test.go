@@ -50,7 +50,7 @@ func TestModelSettings(t *testing.T) {
 			pr, pw := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
-				err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0"}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard, pw)
+				err := run(ctx, append([]string{"serve", "-addr", "127.0.0.1:0", "-database-url", "sqlite://" + filepath.Join(t.TempDir(), "companion.db")}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard, pw)
 				pw.Close()
 				done <- err
 			}()
@@ -123,7 +123,7 @@ func TestRunAgainstFakeProcesses(t *testing.T) {
 		t.Run(tc.fake, func(t *testing.T) {
 			upstreamURL := startFake(t, filepath.Join(dir, "fakes"), tc.fake, "-token-delay", "1ms", "-api-key", testKey)
 			args := []string{"serve", "-addr", "127.0.0.1:0"}
-			env := append(os.Environ(), tc.keyVar+"="+testKey,
+			env := append(os.Environ(), tc.keyVar+"="+testKey, "COMPANION_DATABASE_URL=sqlite://"+filepath.Join(t.TempDir(), "companion.db"),
 				"COMPANION_WEATHER_GEOCODING_URL="+weather, "COMPANION_WEATHER_FORECAST_URL="+weather)
 			if tc.flags {
 				args = append(args, "-model", tc.model, "-model-base-url", upstreamURL+tc.baseSuffix)
