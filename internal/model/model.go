@@ -144,7 +144,7 @@ func Body(modelID string, req Request) any {
 	for _, m := range req.Messages {
 		bm := bodyMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, c := range m.ToolCalls {
-			bm.ToolCalls = append(bm.ToolCalls, bodyToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			bm.ToolCalls = append(bm.ToolCalls, bodyToolCall(c))
 		}
 		b.Messages = append(b.Messages, bm)
 	}

@@ -279,7 +279,7 @@ func TestTracerProviderResource(t *testing.T) {
 	}
 	res := map[string]string{}
 	for _, kv := range spans[0].Resource.Attributes() {
-		res[string(kv.Key)] = kv.Value.Emit()
+		res[string(kv.Key)] = kv.Value.String()
 	}
 	if res["service.name"] != "companion" || res["service.version"] != "v1.2.3" || res["deployment.environment.name"] != "test" || res["telemetry.sdk.language"] != "go" {
 		t.Fatalf("resource %v", res)
