@@ -36,6 +36,24 @@ type setting struct {
 	flag, env, usage string
 }
 
+// help is the flag's usage line, naming its variable.
+func (s setting) help() string { return s.usage + " ($" + s.env + ")" }
+
+// fromEnv is the value of variable env parsed, or def when it is unset. A
+// value that does not parse is reported in errs as not being want.
+func fromEnv[T any](getenv func(string) string, env string, def T, parse func(string) (T, error), want string, errs *[]error) T {
+	v := getenv(env)
+	if v == "" {
+		return def
+	}
+	x, err := parse(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("$%s: %q is not %s", env, v, want))
+		return def
+	}
+	return x
+}
+
 // parseConfig reads flags over environment over defaults.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (app.Config, slog.Level, error) {
 	fs := flag.NewFlagSet("companion serve", flag.ContinueOnError)
@@ -44,41 +62,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	def := app.Defaults()
 	var logLevel slog.Level
 	var errs []error
+	// Each setting's default is its environment variable when set, so that a
+	// flag given on the command line still wins.
 	str := func(p *string, s setting, def string) {
-		if v := getenv(s.env); v != "" {
-			def = v
-		}
-		fs.StringVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+		fs.StringVar(p, s.flag, fromEnv(getenv, s.env, def, func(v string) (string, error) { return v, nil }, "", &errs), s.help())
 	}
 	num := func(p *int, s setting, def int) {
-		if v := getenv(s.env); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("$%s: %q is not a whole number", s.env, v))
-			}
-			def = n
-		}
-		fs.IntVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+		fs.IntVar(p, s.flag, fromEnv(getenv, s.env, def, strconv.Atoi, "a whole number", &errs), s.help())
 	}
 	boolean := func(p *bool, s setting, def bool) {
-		if v := getenv(s.env); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("$%s: %q is not true or false", s.env, v))
-			}
-			def = b
-		}
-		fs.BoolVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+		fs.BoolVar(p, s.flag, fromEnv(getenv, s.env, def, strconv.ParseBool, "true or false", &errs), s.help())
 	}
 	dur := func(p *time.Duration, s setting, def time.Duration) {
-		if v := getenv(s.env); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("$%s: %q is not a duration such as 10s or 1m30s", s.env, v))
-			}
-			def = d
-		}
-		fs.DurationVar(p, s.flag, def, s.usage+" ($"+s.env+")")
+		fs.DurationVar(p, s.flag, fromEnv(getenv, s.env, def, time.ParseDuration, "a duration such as 10s or 1m30s", &errs), s.help())
 	}
 
 	str(&cfg.Addr, setting{"addr", "COMPANION_ADDR", "listen address"}, def.Addr)
@@ -131,23 +127,23 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	if err := logLevel.UnmarshalText([]byte(level)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q is not one of debug, info, warn, error", level))
 	}
-	switch {
-	case cfg.MaxSteps < 1:
-		errs = append(errs, errors.New("max steps must be at least 1"))
-	case cfg.MaxOutputTokens < 0:
-		errs = append(errs, errors.New("max output tokens must not be negative"))
-	case cfg.MaxBodyBytes < 1024:
-		errs = append(errs, errors.New("max body bytes must be at least 1024"))
-	case cfg.ShutdownGrace < 0 || cfg.WeatherTimeout <= 0:
-		errs = append(errs, errors.New("shutdown grace must not be negative and the weather timeout must be positive"))
-	case cfg.ModelTimeout <= 0 || cfg.ModelFirstTokenTimeout <= 0 || cfg.ModelRetryDelay <= 0 || cfg.ModelRetryBudget < 0:
-		errs = append(errs, errors.New("the model timeouts and retry delay must be positive, the retry budget not negative"))
-	case cfg.ModelMaxRetries < 0 || cfg.ModelMaxRetries > 10:
-		errs = append(errs, errors.New("model max retries must be from 0 to 10"))
-	case cfg.HistoryWindow < 0:
-		errs = append(errs, errors.New("history window must not be negative"))
-	case cfg.LockWait < 0:
-		errs = append(errs, errors.New("lock wait must not be negative"))
+	// Every broken setting is reported, not only the first.
+	for _, c := range []struct {
+		bad bool
+		msg string
+	}{
+		{cfg.MaxSteps < 1, "max steps must be at least 1"},
+		{cfg.MaxOutputTokens < 0, "max output tokens must not be negative"},
+		{cfg.MaxBodyBytes < 1024, "max body bytes must be at least 1024"},
+		{cfg.ShutdownGrace < 0 || cfg.WeatherTimeout <= 0, "shutdown grace must not be negative and the weather timeout must be positive"},
+		{cfg.ModelTimeout <= 0 || cfg.ModelFirstTokenTimeout <= 0 || cfg.ModelRetryDelay <= 0 || cfg.ModelRetryBudget < 0, "the model timeouts and retry delay must be positive, the retry budget not negative"},
+		{cfg.ModelMaxRetries < 0 || cfg.ModelMaxRetries > 10, "model max retries must be from 0 to 10"},
+		{cfg.HistoryWindow < 0, "history window must not be negative"},
+		{cfg.LockWait < 0, "lock wait must not be negative"},
+	} {
+		if c.bad {
+			errs = append(errs, errors.New(c.msg))
+		}
 	}
 	if u := cfg.DatabaseURL; !strings.HasPrefix(u, "sqlite://") && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
 		errs = append(errs, errors.New("database URL must start with sqlite:// or postgres://"))

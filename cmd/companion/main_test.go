@@ -312,3 +312,16 @@ func TestSIGTERM(t *testing.T) {
 		t.Fatal("the binary did not exit after SIGTERM")
 	}
 }
+
+// TestConfigReportsEveryProblem: a command line with several broken
+// settings hears about all of them at once.
+func TestConfigReportsEveryProblem(t *testing.T) {
+	_, _, err := parseConfig([]string{"-max-steps", "0", "-history-window", "-1"}, func(k string) string {
+		return map[string]string{"COMPANION_WEATHER_TIMEOUT": "soon"}[k]
+	}, io.Discard)
+	for _, want := range []string{"max steps must be at least 1", "history window must not be negative", `$COMPANION_WEATHER_TIMEOUT: "soon" is not a duration`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want it to include %q", err, want)
+		}
+	}
+}
