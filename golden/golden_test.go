@@ -17,15 +17,13 @@ import (
 	"github.com/companionhq/companion/internal/testkit"
 )
 
-// A case is one request, sent to generate, stream, or both. Its recorded
+// A case is one request, sent to both generate and stream. Its recorded
 // output lives in generate/<name>.json and stream/<name>.sse (stream/
 // <name>.json when the stream endpoint answers with a JSON error).
 type goldenCase struct {
 	name   string
 	body   string
 	status int
-	// only limits the case to one endpoint ("generate" or "stream").
-	only string
 	// before are generate requests sent first, on the same thread; their
 	// output is not recorded.
 	before []string
@@ -125,50 +123,44 @@ func TestGolden(t *testing.T) {
 				}
 				return svc.Post(t, path, tc.body)
 			}
-			var gen []byte
-			if tc.only != "stream" {
-				res, body := post("/api/agents/companionAgent/generate")
-				if res.StatusCode != tc.status || res.Header.Get("Content-Type") != "application/json" {
-					t.Fatalf("generate: %d %s, want %d JSON\n%s", res.StatusCode, res.Header.Get("Content-Type"), tc.status, body)
-				}
-				gen = indent(t, body)
-				testkit.Golden(t, filepath.Join("generate", tc.name+".json"), normalize(gen))
+			res, body := post("/api/agents/companionAgent/generate")
+			if res.StatusCode != tc.status || res.Header.Get("Content-Type") != "application/json" {
+				t.Fatalf("generate: %d %s, want %d JSON\n%s", res.StatusCode, res.Header.Get("Content-Type"), tc.status, body)
 			}
-			if tc.only != "generate" {
-				res, body := post("/api/agents/companionAgent/stream")
-				if res.StatusCode != tc.status {
-					t.Fatalf("stream: %d, want %d\n%s", res.StatusCode, tc.status, body)
+			gen := indent(t, body)
+			testkit.Golden(t, filepath.Join("generate", tc.name+".json"), normalize(gen))
+
+			res, body = post("/api/agents/companionAgent/stream")
+			if res.StatusCode != tc.status {
+				t.Fatalf("stream: %d, want %d\n%s", res.StatusCode, tc.status, body)
+			}
+			if tc.status != http.StatusOK {
+				if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+					t.Fatalf("stream error answered %s, want a JSON body", ct)
 				}
-				if tc.status != http.StatusOK {
-					if ct := res.Header.Get("Content-Type"); ct != "application/json" {
-						t.Fatalf("stream error answered %s, want a JSON body", ct)
-					}
-					testkit.Golden(t, filepath.Join("stream", tc.name+".json"), normalize(indent(t, body)))
-					return
+				testkit.Golden(t, filepath.Join("stream", tc.name+".json"), normalize(indent(t, body)))
+				return
+			}
+			for h, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+				if got := res.Header.Get(h); got != want {
+					t.Errorf("stream header %s: %q, want %q", h, got, want)
 				}
-				for h, want := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
-					if got := res.Header.Get(h); got != want {
-						t.Errorf("stream header %s: %q, want %q", h, got, want)
-					}
-				}
-				testkit.Golden(t, filepath.Join("stream", tc.name+".sse"), normalize(body))
-				// The live output obeys the rules too, before normalising.
-				events, err := apitest.ReadSSE(bytes.NewReader(body))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := apitest.Check(events); err != nil {
-					t.Fatalf("live stream breaks the rules: %v", err)
-				}
-				if gen != nil {
-					var g api.GenerateResponse
-					if err := json.Unmarshal(gen, &g); err != nil {
-						t.Fatal(err)
-					}
-					if err := apitest.CheckAgainst(events, g); err != nil {
-						t.Fatalf("live stream and generate disagree: %v", err)
-					}
-				}
+			}
+			testkit.Golden(t, filepath.Join("stream", tc.name+".sse"), normalize(body))
+			// The live output obeys the rules too, before normalising.
+			events, err := apitest.ReadSSE(bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := apitest.Check(events); err != nil {
+				t.Fatalf("live stream breaks the rules: %v", err)
+			}
+			var g api.GenerateResponse
+			if err := json.Unmarshal(gen, &g); err != nil {
+				t.Fatal(err)
+			}
+			if err := apitest.CheckAgainst(events, g); err != nil {
+				t.Fatalf("live stream and generate disagree: %v", err)
 			}
 		})
 	}
