@@ -17,6 +17,7 @@ import (
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -485,4 +486,30 @@ func TestDisconnectMidStream(t *testing.T) {
 			t.Fatalf("the thread holds %v", got)
 		}
 	})
+}
+
+// TestOneConnection: on PostgreSQL a turn holds one connection, and that is
+// all it needs: with a pool of one, a turn and a delete (which waits for the
+// thread's turn) both finish.
+func TestOneConnection(t *testing.T) {
+	c := start(t, pgtest.URL(t)+"&pool_max_conns=1", nil)
+	c.turn(false, reqBody("t", "r", user("Hello")))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "DELETE", c.url+"/api/memory/threads/t?resourceId=r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("delete: %d %s", res.StatusCode, b)
+	}
+	if status, b := c.do("GET", "/api/memory/threads/t?resourceId=r", ""); status != 404 {
+		t.Fatalf("the thread after its delete: %d %s", status, b)
+	}
 }

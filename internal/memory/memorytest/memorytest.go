@@ -112,9 +112,15 @@ func testCreate(t *testing.T, h Harness) {
 		t.Fatalf("missing thread: got %v, want ErrNotFound", err)
 	}
 	turn := lock(t, s, "t1")
+	if _, err := turn.Thread(ctx); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("missing thread through the turn: got %v, want ErrNotFound", err)
+	}
 	th := open(t, turn, "t1", "alice")
 	if th.ID != "t1" || th.ResourceID != "alice" || !th.CreatedAt.Equal(base) || string(th.Metadata) != "{}" {
 		t.Fatalf("created %+v", th)
+	}
+	if got, err := turn.Thread(ctx); err != nil || got.ID != "t1" || got.ResourceID != "alice" || !got.CreatedAt.Equal(base) {
+		t.Fatalf("the turn reads %+v, %v", got, err)
 	}
 	// Opening again, even for another owner, returns the thread as it is.
 	again, err := turn.Open(ctx, memory.Thread{ID: "t1", ResourceID: "mallory", CreatedAt: base.Add(time.Hour), UpdatedAt: base.Add(time.Hour)})
@@ -420,6 +426,9 @@ func testDelete(t *testing.T, h Harness) {
 	}
 	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("deleted thread: %v", err)
+	}
+	if _, err := turn.Thread(ctx); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("deleted thread through the turn: %v", err)
 	}
 	if _, _, err := s.Messages(ctx, "t", 0, 10); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("messages of a deleted thread: %v", err)

@@ -324,6 +324,10 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt)); err != nil {
 		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
 	}
+	return t.Thread(ctx)
+}
+
+func (t *turn) Thread(ctx context.Context) (memory.Thread, error) {
 	return scanThread(t.conn.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id))
 }
 
