@@ -243,9 +243,7 @@ func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
-		msgs[i], msgs[j] = msgs[j], msgs[i]
-	}
+	slices.Reverse(msgs) // newest first as read; oldest first as returned
 	return msgs, nil
 }
 
