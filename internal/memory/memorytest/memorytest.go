@@ -290,7 +290,10 @@ func testAnswer(t *testing.T, h Harness) {
 	if strings.Join(ids(answered), " ") != "u2 u3 u4" || stored.Seq != 6 {
 		t.Fatalf("answered %v, stored seq %d", ids(answered), stored.Seq)
 	}
-	all, _, _ := s.Messages(ctx, "t", 0, 10)
+	all, total, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || total != 6 || len(all) != total {
+		t.Fatalf("the thread holds %v (total %d): %v", ids(all), total, err)
+	}
 	for _, m := range all {
 		if m.Pending {
 			t.Fatalf("message %s still pending", m.ID)
@@ -441,8 +444,8 @@ func testDelete(t *testing.T, h Harness) {
 	// A thread of the same id starts empty.
 	turn = lock(t, s, "t")
 	open(t, turn, "t", "bob")
-	if tail, _ := turn.Tail(ctx, 10); len(tail) != 0 {
-		t.Fatalf("re-created thread holds %v", ids(tail))
+	if tail, err := turn.Tail(ctx, 10); err != nil || len(tail) != 0 {
+		t.Fatalf("re-created thread holds %v (%v)", ids(tail), err)
 	}
 	if msgs, total, _ := s.Messages(ctx, "k", 0, 10); total != 1 || msgs[0].Text != "kept" {
 		t.Fatal("deleting one thread touched another")
