@@ -83,7 +83,8 @@ func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) m
 	}
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: mem, Threads: mem}))
 	t.Cleanup(srv.Close)
-	return client{t: t, url: srv.URL}
+	// Requests need only the server's URL.
+	return client{t: t, Service: &apptest.Service{URL: srv.URL}}
 }
 
 // TestFailedRunKeepsTheMessage: the user's message is stored, pending, when

@@ -17,6 +17,7 @@ import (
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -27,8 +28,8 @@ const (
 
 // client is a test client of one service.
 type client struct {
-	t   *testing.T
-	url string
+	t *testing.T
+	*apptest.Service
 }
 
 func start(t *testing.T, databaseURL string, configure func(*app.Config)) client {
@@ -39,7 +40,7 @@ func start(t *testing.T, databaseURL string, configure func(*app.Config)) client
 			configure(c)
 		}
 	})
-	return client{t: t, url: svc.URL}
+	return client{t: t, Service: svc}
 }
 
 // reqBody is a run request.
@@ -53,20 +54,7 @@ func assistant(text string) api.Message { return api.Message{Role: "assistant", 
 
 func (c client) do(method, path, body string) (int, []byte) {
 	c.t.Helper()
-	req, err := http.NewRequest(method, c.url+path, strings.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		c.t.Fatal(err)
-	}
+	res, b := c.Do(c.t, method, path, body)
 	return res.StatusCode, b
 }
 
@@ -314,7 +302,7 @@ func TestConcurrentTurns(t *testing.T) {
 				if i%2 == 1 {
 					path = streamPath
 				}
-				res, err := http.Post(c.url+path, "application/json", strings.NewReader(reqBody("busy", "r", user(fmt.Sprintf("Message %d of %d.", i, n)))))
+				res, err := http.Post(c.URL+path, "application/json", strings.NewReader(reqBody("busy", "r", user(fmt.Sprintf("Message %d of %d.", i, n)))))
 				if err != nil {
 					errs <- err.Error()
 					return
@@ -357,7 +345,7 @@ func TestConcurrentTurns(t *testing.T) {
 func TestBusyThread(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
 		c := start(t, db, func(c *app.Config) { c.LockWait = 0; c.FakeTokenDelay = 20 * time.Millisecond })
-		res, err := http.Post(c.url+streamPath, "application/json", strings.NewReader(reqBody("t", "r", user("Tell me a story."))))
+		res, err := http.Post(c.URL+streamPath, "application/json", strings.NewReader(reqBody("t", "r", user("Tell me a story."))))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,7 +439,7 @@ func TestDisconnectMidStream(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
 		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond })
 		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "POST", c.url+streamPath, strings.NewReader(reqBody("t", "r", user("Tell me a long story."))))
+		req, _ := http.NewRequestWithContext(ctx, "POST", c.URL+streamPath, strings.NewReader(reqBody("t", "r", user("Tell me a long story."))))
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -485,4 +473,30 @@ func TestDisconnectMidStream(t *testing.T) {
 			t.Fatalf("the thread holds %v", got)
 		}
 	})
+}
+
+// TestOneConnection: on PostgreSQL a turn holds one connection, and that is
+// all it needs: with a pool of one, a turn and a delete (which waits for the
+// thread's turn) both finish.
+func TestOneConnection(t *testing.T) {
+	c := start(t, pgtest.URL(t)+"&pool_max_conns=1", nil)
+	c.turn(false, reqBody("t", "r", user("Hello")))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "DELETE", c.URL+"/api/memory/threads/t?resourceId=r", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("delete: %d %s", res.StatusCode, b)
+	}
+	if status, b := c.do("GET", "/api/memory/threads/t?resourceId=r", ""); status != 404 {
+		t.Fatalf("the thread after its delete: %d %s", status, b)
+	}
 }

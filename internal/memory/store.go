@@ -88,6 +88,8 @@ type Store interface {
 type Turn interface {
 	// Open returns the thread, creating it as t when it does not exist.
 	Open(ctx context.Context, t Thread) (Thread, error)
+	// Thread returns the thread, or ErrNotFound.
+	Thread(ctx context.Context) (Thread, error)
 	// Tail returns the last n messages of the thread, oldest first.
 	Tail(ctx context.Context, n int) ([]Message, error)
 	// Known returns which of ids the thread's messages already have.

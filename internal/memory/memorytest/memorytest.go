@@ -112,9 +112,15 @@ func testCreate(t *testing.T, h Harness) {
 		t.Fatalf("missing thread: got %v, want ErrNotFound", err)
 	}
 	turn := lock(t, s, "t1")
+	if _, err := turn.Thread(ctx); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("missing thread through the turn: got %v, want ErrNotFound", err)
+	}
 	th := open(t, turn, "t1", "alice")
 	if th.ID != "t1" || th.ResourceID != "alice" || !th.CreatedAt.Equal(base) || string(th.Metadata) != "{}" {
 		t.Fatalf("created %+v", th)
+	}
+	if got, err := turn.Thread(ctx); err != nil || got.ID != "t1" || got.ResourceID != "alice" || !got.CreatedAt.Equal(base) {
+		t.Fatalf("the turn reads %+v, %v", got, err)
 	}
 	// Opening again, even for another owner, returns the thread as it is.
 	again, err := turn.Open(ctx, memory.Thread{ID: "t1", ResourceID: "mallory", CreatedAt: base.Add(time.Hour), UpdatedAt: base.Add(time.Hour)})
@@ -284,7 +290,10 @@ func testAnswer(t *testing.T, h Harness) {
 	if strings.Join(ids(answered), " ") != "u2 u3 u4" || stored.Seq != 6 {
 		t.Fatalf("answered %v, stored seq %d", ids(answered), stored.Seq)
 	}
-	all, _, _ := s.Messages(ctx, "t", 0, 10)
+	all, total, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || total != 6 || len(all) != total {
+		t.Fatalf("the thread holds %v (total %d): %v", ids(all), total, err)
+	}
 	for _, m := range all {
 		if m.Pending {
 			t.Fatalf("message %s still pending", m.ID)
@@ -421,6 +430,9 @@ func testDelete(t *testing.T, h Harness) {
 	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("deleted thread: %v", err)
 	}
+	if _, err := turn.Thread(ctx); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("deleted thread through the turn: %v", err)
+	}
 	if _, _, err := s.Messages(ctx, "t", 0, 10); !errors.Is(err, memory.ErrNotFound) {
 		t.Fatalf("messages of a deleted thread: %v", err)
 	}
@@ -432,8 +444,8 @@ func testDelete(t *testing.T, h Harness) {
 	// A thread of the same id starts empty.
 	turn = lock(t, s, "t")
 	open(t, turn, "t", "bob")
-	if tail, _ := turn.Tail(ctx, 10); len(tail) != 0 {
-		t.Fatalf("re-created thread holds %v", ids(tail))
+	if tail, err := turn.Tail(ctx, 10); err != nil || len(tail) != 0 {
+		t.Fatalf("re-created thread holds %v (%v)", ids(tail), err)
 	}
 	if msgs, total, _ := s.Messages(ctx, "k", 0, 10); total != 1 || msgs[0].Text != "kept" {
 		t.Fatal("deleting one thread touched another")

@@ -324,6 +324,10 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt)); err != nil {
 		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
 	}
+	return t.Thread(ctx)
+}
+
+func (t *turn) Thread(ctx context.Context) (memory.Thread, error) {
 	return scanThread(t.conn.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id))
 }
 
@@ -335,9 +339,7 @@ func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
-		msgs[i], msgs[j] = msgs[j], msgs[i]
-	}
+	slices.Reverse(msgs) // newest first as read; oldest first as returned
 	return msgs, nil
 }
 

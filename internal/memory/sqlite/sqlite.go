@@ -230,8 +230,10 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro()); err != nil {
 		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
 	}
-	return t.s.Thread(ctx, t.id)
+	return t.Thread(ctx)
 }
+
+func (t *turn) Thread(ctx context.Context) (memory.Thread, error) { return t.s.Thread(ctx, t.id) }
 
 func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if n <= 0 {
@@ -241,9 +243,7 @@ func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, j := 0, len(msgs)-1; i < j; i, j = i+1, j-1 {
-		msgs[i], msgs[j] = msgs[j], msgs[i]
-	}
+	slices.Reverse(msgs) // newest first as read; oldest first as returned
 	return msgs, nil
 }
 
