@@ -196,7 +196,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
-	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait, Logger: log})
+	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait})
 	if err != nil {
 		store.Close()
 		return nil, err

@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -61,8 +60,6 @@ type Config struct {
 	// LockWait is how long a turn waits for the thread while another turn
 	// holds it, before it is refused with a conflict. 0 does not wait.
 	LockWait time.Duration
-	// Logger gets failures that no response carries; nil discards.
-	Logger *slog.Logger
 	// Now and NewID are the clock and the id source; tests fix them.
 	Now   func() time.Time
 	NewID func() string
@@ -81,9 +78,6 @@ func New(cfg Config) (*Memory, error) {
 	}
 	if cfg.Window < 0 || cfg.LockWait < 0 {
 		return nil, errors.New("memory: the history window and the lock wait must not be negative")
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
