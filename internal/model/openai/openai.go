@@ -14,12 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"iter"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -326,7 +323,6 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 	var ae *oai.Error
 	var se *ssestream.StreamError
 	var syn *json.SyntaxError
-	var nerr net.Error
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -341,8 +337,6 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 			Err: errors.New(model.Redact(string(se.Event.Data), m.cfg.APIKey))}
 	case errors.As(err, &syn):
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.As(err, &nerr):
-		return model.TransportError(p, err, began)
 	}
 	// A failure to send the request, or to read the answer.
 	return model.TransportError(p, err, began)
