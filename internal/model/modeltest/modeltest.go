@@ -15,6 +15,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -258,28 +259,28 @@ func Run(t *testing.T, h Harness) {
 			t.Errorf("%d requests, want %d", n, Policy().MaxAttempts)
 		}
 	})
-	t.Run("500", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultStatus, Status: 500}}})
-		req := ask("Hello?", 0)
-		r := Collect(context.Background(), e.model, req)
-		e.wantAnswer(r, req)
-		if n := len(e.core.Exchanges()); n != 2 {
-			t.Errorf("%d requests, want 2", n)
-		}
-		e2 := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 500}, 5)})
-		e2.wantError(Collect(context.Background(), e2.model, req), model.KindUpstream, 500, "gave up after 3 attempts")
-	})
-	t.Run("503", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 503}, 2)})
-		req := ask("Hello?", 0)
-		r := Collect(context.Background(), e.model, req)
-		e.wantAnswer(r, req)
-		if n := len(e.core.Exchanges()); n != 3 {
-			t.Errorf("%d requests, want 3", n)
-		}
-		e2 := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 503}, 5)})
-		e2.wantError(Collect(context.Background(), e2.model, req), model.KindUnavailable, 503, "overloaded")
-	})
+	// A server error that passes is retried; one that lasts gives up.
+	for _, tc := range []struct {
+		status, fails int
+		kind          model.ErrorKind
+		text          string
+	}{
+		{500, 1, model.KindUpstream, "gave up after 3 attempts"},
+		{503, 2, model.KindUnavailable, "overloaded"},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			fault := upstream.Fault{Kind: upstream.FaultStatus, Status: tc.status}
+			e := h.start(t, upstream.Options{Faults: repeat(fault, tc.fails)})
+			req := ask("Hello?", 0)
+			r := Collect(context.Background(), e.model, req)
+			e.wantAnswer(r, req)
+			if n := len(e.core.Exchanges()); n != tc.fails+1 {
+				t.Errorf("%d requests, want %d", n, tc.fails+1)
+			}
+			e2 := h.start(t, upstream.Options{Faults: repeat(fault, 5)})
+			e2.wantError(Collect(context.Background(), e2.model, req), tc.kind, tc.status, tc.text)
+		})
+	}
 	t.Run("timeout", func(t *testing.T) {
 		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang}}})
 		start := time.Now()
