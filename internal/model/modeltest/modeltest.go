@@ -145,6 +145,12 @@ type env struct {
 
 func (h Harness) start(t *testing.T, opts upstream.Options) env {
 	t.Helper()
+	return h.startWith(t, opts, Policy())
+}
+
+// startWith is start under policy p.
+func (h Harness) startWith(t *testing.T, opts upstream.Options, p model.Policy) env {
+	t.Helper()
 	handler, core := h.Fake(opts)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
@@ -152,7 +158,7 @@ func (h Harness) start(t *testing.T, opts upstream.Options) env {
 	if m.Provider() != h.Provider {
 		t.Fatalf("the model reports provider %q, want %q", m.Provider(), h.Provider)
 	}
-	return env{t: t, core: core, model: model.Resilient(m, Policy())}
+	return env{t: t, core: core, model: model.Resilient(m, p)}
 }
 
 func ask(text string, max int) model.Request {
@@ -291,14 +297,10 @@ func Run(t *testing.T, h Harness) {
 		}
 		e.wantCancelled(0, time.Now())
 		// A stream that stalls after its first token meets the call timeout.
-		handler, core := h.Fake(upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 2}}})
-		srv := httptest.NewServer(handler)
-		defer srv.Close()
 		p := Policy()
 		p.CallTimeout = 300 * time.Millisecond
-		m := model.Resilient(h.New(t, srv.URL), p)
-		r2 := Collect(context.Background(), m, ask("Hello?", 0))
-		e2 := env{t: t, core: core, model: m}
+		e2 := h.startWith(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 2}}}, p)
+		r2 := Collect(context.Background(), e2.model, ask("Hello?", 0))
 		e2.wantError(r2, model.KindTimeout, 0, "call timeout")
 		if len(r2.Parts) == 0 {
 			t.Errorf("no parts before the stall")
