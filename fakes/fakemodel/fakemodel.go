@@ -100,13 +100,17 @@ func Answer(req model.Request) []model.Part {
 	if n := len(req.Messages); n > 0 {
 		last = req.Messages[n-1]
 	}
+	var where []string
+	if last.Role == model.RoleUser && hasTool(req.Tools, "weatherTool") {
+		where = places(last.Content)
+	}
 	var parts []model.Part
 	reason := api.FinishStop
 	switch {
 	case last.Role == model.RoleTool:
 		parts, usage.OutputTokens, reason = textParts(voice.weather(toolResults(req.Messages)), req.MaxOutputTokens)
-	case last.Role == model.RoleUser && len(places(last.Content)) > 0 && hasTool(req.Tools, "weatherTool"):
-		parts, usage.OutputTokens = weatherCalls(req, places(last.Content))
+	case len(where) > 0:
+		parts, usage.OutputTokens = weatherCalls(req, where)
 		reason = api.FinishToolCalls
 	default:
 		parts, usage.OutputTokens, reason = textParts(voice.reply(last.Content, previousUser(req.Messages)), req.MaxOutputTokens)

@@ -40,31 +40,12 @@ func New(opts upstream.Options) *Server { return &Server{Core: upstream.NewCore(
 
 // chatRequest is the part of a chat completions request the fake reads.
 type chatRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCallID string          `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Type     string `json:"type"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"messages"`
-	Tools []struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	MaxTokens           *int `json:"max_tokens"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
-	Stream              bool `json:"stream"`
+	Model               string             `json:"model"`
+	Messages            []upstream.Message `json:"messages"`
+	Tools               []upstream.Tool    `json:"tools"`
+	MaxTokens           *int               `json:"max_tokens"`
+	MaxCompletionTokens *int               `json:"max_completion_tokens"`
+	Stream              bool               `json:"stream"`
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -234,11 +215,7 @@ func toModel(req chatRequest) (model.Request, error) {
 		case "user":
 			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: text})
 		case "assistant":
-			am := model.Message{Role: model.RoleAssistant, Content: text}
-			for _, c := range m.ToolCalls {
-				am.ToolCalls = append(am.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Function.Name, Args: json.RawMessage(c.Function.Arguments)})
-			}
-			out.Messages = append(out.Messages, am)
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleAssistant, Content: text, ToolCalls: m.ModelToolCalls()})
 		case "tool":
 			if m.ToolCallID == "" {
 				return out, fmt.Errorf("messages[%d]: tool_call_id is required", i)
@@ -249,9 +226,7 @@ func toModel(req chatRequest) (model.Request, error) {
 		}
 	}
 	out.System = strings.Join(system, "\n\n")
-	for _, t := range req.Tools {
-		out.Tools = append(out.Tools, model.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
-	}
+	out.Tools = upstream.ToolSpecs(req.Tools)
 	switch {
 	case req.MaxCompletionTokens != nil:
 		out.MaxOutputTokens = *req.MaxCompletionTokens

@@ -1,8 +1,8 @@
 // Package upstream holds what the fake model providers (fakes/cohere,
 // fakes/openai) share: their knobs (pace, injected faults), the record of
-// the requests they served, noticing a client that went away, and writing a
-// paced Server-Sent Events stream. The wire formats themselves live in the
-// fakes.
+// the requests they served, noticing a client that went away, writing a
+// paced Server-Sent Events stream, and the message and tool shapes both
+// chat requests use. The wire formats themselves live in the fakes.
 package upstream
 
 import (

@@ -27,18 +27,18 @@ const key = "sk-test-0123456789abcdef"
 
 // provider is one real provider run against its fake.
 type provider struct {
-	name, model, modelID string
-	fake                 func(upstream.Options) (http.Handler, *upstream.Core)
-	configure            func(cfg *app.Config, url string)
+	name, modelID string
+	fake          func(upstream.Options) (http.Handler, *upstream.Core)
+	configure     func(cfg *app.Config, url string)
 }
 
 var providers = []provider{
-	{name: "cohere", model: "cohere/command-a-03-2025", modelID: "command-a-03-2025",
+	{name: "cohere", modelID: "command-a-03-2025",
 		fake: func(o upstream.Options) (http.Handler, *upstream.Core) { s := fakecohere.New(o); return s, s.Core },
 		configure: func(cfg *app.Config, url string) {
 			cfg.Model, cfg.ModelBaseURL, cfg.CohereAPIKey = "cohere/command-a-03-2025", url, key
 		}},
-	{name: "openai", model: "openai/gpt-4o-mini", modelID: "gpt-4o-mini",
+	{name: "openai", modelID: "gpt-4o-mini",
 		fake: func(o upstream.Options) (http.Handler, *upstream.Core) { s := fakeopenai.New(o); return s, s.Core },
 		configure: func(cfg *app.Config, url string) {
 			cfg.Model, cfg.ModelBaseURL, cfg.OpenAIAPIKey = "openai/gpt-4o-mini", url+"/v1", key
@@ -46,7 +46,7 @@ var providers = []provider{
 }
 
 // start runs the service on p's fake with opts and short retry delays.
-func (p provider) start(t *testing.T, opts upstream.Options, tune func(*app.Config)) (*apptest.Service, *upstream.Core) {
+func (p provider) start(t *testing.T, opts upstream.Options) (*apptest.Service, *upstream.Core) {
 	t.Helper()
 	h, core := p.fake(opts)
 	srv := httptest.NewServer(h)
@@ -54,9 +54,6 @@ func (p provider) start(t *testing.T, opts upstream.Options, tune func(*app.Conf
 	svc := apptest.Start(t, func(cfg *app.Config) {
 		p.configure(cfg, srv.URL)
 		cfg.ModelRetryDelay, cfg.ModelRetryBudget, cfg.ModelFirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 500*time.Millisecond
-		if tune != nil {
-			tune(cfg)
-		}
 	})
 	return svc, core
 }
@@ -75,7 +72,7 @@ func request(thread, text string) string {
 func TestProvidersEndToEnd(t *testing.T) {
 	for _, p := range providers {
 		t.Run(p.name, func(t *testing.T) {
-			svc, _ := p.start(t, upstream.Options{}, nil)
+			svc, _ := p.start(t, upstream.Options{})
 			for _, q := range []string{"How do I start my day well?", "What's the weather in Berlin?", "What's the weather in Paris and Tokyo?"} {
 				res, body := svc.Post(t, streamPath, request("stream-"+q, q))
 				if res.StatusCode != 200 {
@@ -133,7 +130,7 @@ func TestProviderFailures(t *testing.T) {
 				{"no first token", []upstream.Fault{{Kind: upstream.FaultHang}, {Kind: upstream.FaultHang}}, 504, p.name + " model failed: the model sent nothing within 500ms (first-token timeout)", ""},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					svc, _ := p.start(t, upstream.Options{Faults: tc.faults}, nil)
+					svc, _ := p.start(t, upstream.Options{Faults: tc.faults})
 					for _, path := range []string{generatePath, streamPath} {
 						res, body := svc.Post(t, path, request("t-"+path, "Hello"))
 						var e api.ErrorBody
@@ -148,7 +145,7 @@ func TestProviderFailures(t *testing.T) {
 				})
 			}
 			t.Run("cut mid-stream", func(t *testing.T) {
-				svc, _ := p.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut, After: 3}}}, nil)
+				svc, _ := p.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut, After: 3}}})
 				res, body := svc.Post(t, streamPath, request("t1", "How do I start my day well?"))
 				events, err := apitest.ReadSSE(bytes.NewReader(body))
 				if res.StatusCode != 200 || err != nil {
@@ -175,7 +172,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			// The fake stalls after a few tokens, still answering when the
 			// client goes.
-			svc, core := p.start(t, upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}}, nil)
+			svc, core := p.start(t, upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, svc.URL+streamPath, strings.NewReader(request("t1", "How do I start my day well?")))

@@ -81,24 +81,18 @@ func commands() []command {
 func providerFlags(build func(upstream.Options) http.Handler) func(fs *flag.FlagSet) func() (http.Handler, error) {
 	return func(fs *flag.FlagSet) func() (http.Handler, error) {
 		var o upstream.Options
-		var faults []string
 		fs.DurationVar(&o.FirstTokenDelay, "first-token-delay", 0, "delay before the first token of each answer")
 		fs.DurationVar(&o.TokenDelay, "token-delay", 0, "delay before each later token")
 		fs.StringVar(&o.APIKey, "api-key", "", "the only API key accepted (default: any non-empty key)")
 		fs.Func("fault", "inject a fault into the next request, in order (repeatable): 429[:retry-after=N], 500, 503, malformed[:after=N], cut[:after=N], hang[:after=N]", func(v string) error {
-			if _, err := upstream.ParseFault(v); err != nil {
+			f, err := upstream.ParseFault(v)
+			if err != nil {
 				return err
 			}
-			faults = append(faults, v)
+			o.Faults = append(o.Faults, f)
 			return nil
 		})
-		return func() (http.Handler, error) {
-			for _, v := range faults {
-				f, _ := upstream.ParseFault(v)
-				o.Faults = append(o.Faults, f)
-			}
-			return build(o), nil
-		}
+		return func() (http.Handler, error) { return build(o), nil }
 	}
 }
 

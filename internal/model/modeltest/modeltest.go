@@ -15,6 +15,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,12 @@ type env struct {
 
 func (h Harness) start(t *testing.T, opts upstream.Options) env {
 	t.Helper()
+	return h.startWith(t, opts, Policy())
+}
+
+// startWith is start under policy p.
+func (h Harness) startWith(t *testing.T, opts upstream.Options, p model.Policy) env {
+	t.Helper()
 	handler, core := h.Fake(opts)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
@@ -151,7 +158,7 @@ func (h Harness) start(t *testing.T, opts upstream.Options) env {
 	if m.Provider() != h.Provider {
 		t.Fatalf("the model reports provider %q, want %q", m.Provider(), h.Provider)
 	}
-	return env{t: t, core: core, model: model.Resilient(m, Policy())}
+	return env{t: t, core: core, model: model.Resilient(m, p)}
 }
 
 func ask(text string, max int) model.Request {
@@ -258,28 +265,28 @@ func Run(t *testing.T, h Harness) {
 			t.Errorf("%d requests, want %d", n, Policy().MaxAttempts)
 		}
 	})
-	t.Run("500", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultStatus, Status: 500}}})
-		req := ask("Hello?", 0)
-		r := Collect(context.Background(), e.model, req)
-		e.wantAnswer(r, req)
-		if n := len(e.core.Exchanges()); n != 2 {
-			t.Errorf("%d requests, want 2", n)
-		}
-		e2 := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 500}, 5)})
-		e2.wantError(Collect(context.Background(), e2.model, req), model.KindUpstream, 500, "gave up after 3 attempts")
-	})
-	t.Run("503", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 503}, 2)})
-		req := ask("Hello?", 0)
-		r := Collect(context.Background(), e.model, req)
-		e.wantAnswer(r, req)
-		if n := len(e.core.Exchanges()); n != 3 {
-			t.Errorf("%d requests, want 3", n)
-		}
-		e2 := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 503}, 5)})
-		e2.wantError(Collect(context.Background(), e2.model, req), model.KindUnavailable, 503, "overloaded")
-	})
+	// A server error that passes is retried; one that lasts gives up.
+	for _, tc := range []struct {
+		status, fails int
+		kind          model.ErrorKind
+		text          string
+	}{
+		{500, 1, model.KindUpstream, "gave up after 3 attempts"},
+		{503, 2, model.KindUnavailable, "overloaded"},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			fault := upstream.Fault{Kind: upstream.FaultStatus, Status: tc.status}
+			e := h.start(t, upstream.Options{Faults: repeat(fault, tc.fails)})
+			req := ask("Hello?", 0)
+			r := Collect(context.Background(), e.model, req)
+			e.wantAnswer(r, req)
+			if n := len(e.core.Exchanges()); n != tc.fails+1 {
+				t.Errorf("%d requests, want %d", n, tc.fails+1)
+			}
+			e2 := h.start(t, upstream.Options{Faults: repeat(fault, 5)})
+			e2.wantError(Collect(context.Background(), e2.model, req), tc.kind, tc.status, tc.text)
+		})
+	}
 	t.Run("timeout", func(t *testing.T) {
 		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang}}})
 		start := time.Now()
@@ -290,14 +297,10 @@ func Run(t *testing.T, h Harness) {
 		}
 		e.wantCancelled(0, time.Now())
 		// A stream that stalls after its first token meets the call timeout.
-		handler, core := h.Fake(upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 2}}})
-		srv := httptest.NewServer(handler)
-		defer srv.Close()
 		p := Policy()
 		p.CallTimeout = 300 * time.Millisecond
-		m := model.Resilient(h.New(t, srv.URL), p)
-		r2 := Collect(context.Background(), m, ask("Hello?", 0))
-		e2 := env{t: t, core: core, model: m}
+		e2 := h.startWith(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 2}}}, p)
+		r2 := Collect(context.Background(), e2.model, ask("Hello?", 0))
 		e2.wantError(r2, model.KindTimeout, 0, "call timeout")
 		if len(r2.Parts) == 0 {
 			t.Errorf("no parts before the stall")

@@ -14,12 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"iter"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 	"time"
 
 	oai "github.com/openai/openai-go/v3"
@@ -110,14 +107,9 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 	return func(yield func(model.Part, error) bool) {
 		stream := m.chat.NewStreaming(ctx, Params(m.cfg.Provider, m.cfg.Model, req))
 		defer stream.Close()
-		d := &decoder{provider: m.cfg.Provider}
+		d := &decoder{}
 		for stream.Next() {
-			parts, err := d.chunk(stream.Current())
-			if err != nil {
-				yield(model.Part{}, err)
-				return
-			}
-			for _, p := range parts {
+			for _, p := range d.chunk(stream.Current()) {
 				if !yield(p, nil) {
 					return
 				}
@@ -198,13 +190,15 @@ func Params(provider, modelName string, req model.Request) oai.ChatCompletionNew
 
 // decoder turns the chunks of one answer into parts.
 type decoder struct {
-	provider string
-	id       string
-	calls    []call // by index of first appearance
-	reason   string
-	usage    *oai.CompletionUsage
-	meta     map[string]any
-	began    bool
+	id     string
+	calls  []call // by index of first appearance
+	reason string
+	usage  *oai.CompletionUsage
+	// modelName and fingerprint are the last the chunks named, for the
+	// finish's metadata.
+	modelName   string
+	fingerprint string
+	began       bool
 }
 
 type call struct {
@@ -212,7 +206,7 @@ type call struct {
 	id    string
 }
 
-func (d *decoder) chunk(c oai.ChatCompletionChunk) ([]model.Part, error) {
+func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 	if d.id == "" {
 		d.id = c.ID
 	}
@@ -220,14 +214,11 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) ([]model.Part, error) {
 		u := c.Usage
 		d.usage = &u
 	}
-	if d.meta == nil {
-		d.meta = map[string]any{}
-	}
 	if c.Model != "" {
-		d.meta["model"] = c.Model
+		d.modelName = c.Model
 	}
 	if c.SystemFingerprint != "" {
-		d.meta["systemFingerprint"] = c.SystemFingerprint
+		d.fingerprint = c.SystemFingerprint
 	}
 	var parts []model.Part
 	for _, ch := range c.Choices {
@@ -270,7 +261,7 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) ([]model.Part, error) {
 	if len(parts) > 0 {
 		d.began = true
 	}
-	return parts, nil
+	return parts
 }
 
 // finish closes the open tool calls and reports the finish with its usage.
@@ -279,8 +270,13 @@ func (d *decoder) finish() []model.Part {
 	for _, c := range d.calls {
 		parts = append(parts, model.Part{Kind: model.PartToolCallEnd, ToolCallID: c.id})
 	}
-	fin := &model.Finish{ResponseID: d.id, ProviderMetadata: d.meta}
-	fin.ProviderMetadata["finishReason"] = d.reason
+	fin := &model.Finish{ResponseID: d.id, ProviderMetadata: map[string]any{"finishReason": d.reason}}
+	if d.modelName != "" {
+		fin.ProviderMetadata["model"] = d.modelName
+	}
+	if d.fingerprint != "" {
+		fin.ProviderMetadata["systemFingerprint"] = d.fingerprint
+	}
 	switch d.reason {
 	case "length":
 		fin.Reason = api.FinishLength
@@ -326,7 +322,6 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 	var ae *oai.Error
 	var se *ssestream.StreamError
 	var syn *json.SyntaxError
-	var nerr net.Error
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -341,8 +336,6 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 			Err: errors.New(model.Redact(string(se.Event.Data), m.cfg.APIKey))}
 	case errors.As(err, &syn):
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET), errors.As(err, &nerr):
-		return model.TransportError(p, err, began)
 	}
 	// A failure to send the request, or to read the answer.
 	return model.TransportError(p, err, began)

@@ -313,18 +313,15 @@ func (t *Tool) getJSON(ctx context.Context, service, u string, dst any) error {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return statusError(service, resp.StatusCode, body)
 	}
-	if !json.Valid(body) {
-		// Unmarshal again only to have the syntax error to wrap.
-		return &causeError{
-			msg: fmt.Sprintf("the %s service sent a response that is not valid JSON", service),
-			err: json.Unmarshal(body, new(any)),
-		}
-	}
 	if err := json.Unmarshal(body, dst); err != nil {
-		return &causeError{
-			msg: fmt.Sprintf("the %s service sent a response of an unexpected shape", service),
-			err: err,
+		// Unmarshal checks the syntax of the whole body before it decodes
+		// anything, so a syntax error means the body is not JSON at all.
+		what := "a response of an unexpected shape"
+		var syntax *json.SyntaxError
+		if errors.As(err, &syntax) {
+			what = "a response that is not valid JSON"
 		}
+		return &causeError{msg: fmt.Sprintf("the %s service sent %s", service, what), err: err}
 	}
 	return nil
 }

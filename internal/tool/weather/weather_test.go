@@ -359,6 +359,10 @@ func TestRunUpstreamFailures(t *testing.T) {
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("error = %v\nwant    %s", err, tt.want)
 			}
+			var syntax *json.SyntaxError
+			if strings.HasSuffix(tt.want, "not valid JSON") && !errors.As(err, &syntax) {
+				t.Errorf("error %v does not wrap the *json.SyntaxError", err)
+			}
 		})
 	}
 }
