@@ -202,7 +202,9 @@ func (d *decoder) event(data string) (parts []model.Part, done bool, err error) 
 		return nil, false, nil
 	}
 	if data == "[DONE]" {
-		return nil, false, &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: "the stream ended before message-end"}
+		// The same cut as a body that ends early: retryable before any part.
+		return nil, false, &model.Error{Kind: model.KindUpstream, Provider: Provider, Temporary: !d.began,
+			Message: "the stream ended before message-end"}
 	}
 	var ev cohere.V2ChatStreamResponse
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
