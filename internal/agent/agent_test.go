@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -379,6 +380,35 @@ func TestToolsRunConcurrently(t *testing.T) {
 	}
 	if err := apitest.Check(rec.decoded(t)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCallsClosedByFinish: calls the model never closes, with or without
+// ids, are complete when it finishes, and each runs with its own arguments.
+func TestCallsClosedByFinish(t *testing.T) {
+	open := func(id, args string) []model.Part {
+		return []model.Part{{Kind: model.PartToolCallStart, ToolName: "echo", ToolCallID: id}, {Kind: model.PartToolCallDelta, ToolCallID: id, Text: args}}
+	}
+	m := &script{turns: []turn{
+		{parts: parts(open("", `{"n":1}`), open("", `{"n":2}`), open("c3", `{"n":3}`), finish(api.FinishToolCalls, 1, 1))},
+		{parts: parts(text("all three"), finish(api.FinishStop, 1, 1))},
+	}}
+	rec := &recorder{}
+	res, err := newAgent(t, m, &echoTool{name: "echo"}).Run(context.Background(), input("go"), rec.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apitest.Check(rec.decoded(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := res.Response
+	if len(r.ToolResults) != 3 || r.ToolCalls[0].ToolCallID == r.ToolCalls[1].ToolCallID || r.ToolCalls[2].ToolCallID != "c3" {
+		t.Fatalf("calls %+v", r.ToolCalls)
+	}
+	for i, tr := range r.ToolResults {
+		if want := fmt.Sprintf(`{"n":%d}`, i+1); tr.IsError || string(tr.Result) != want {
+			t.Errorf("result %d: %s, want %s", i, tr.Result, want)
+		}
 	}
 }
 

@@ -18,15 +18,15 @@ import (
 
 // call is one tool call of a step, from its first delta to its result.
 type call struct {
-	// key is the id the model used for the call (maybe empty); id is the
-	// call's id in the API, made up when the model gave none.
-	key, id, name string
-	args          strings.Builder
-	parsed        json.RawMessage
-	argsErr       error
-	done          chan struct{} // closed when result or err is set
-	result        any
-	err           error
+	// id is the call's id in the API: the model's, or made up when the
+	// model gave none.
+	id, name string
+	args     strings.Builder
+	parsed   json.RawMessage
+	argsErr  error
+	done     chan struct{} // closed when result or err is set
+	result   any
+	err      error
 }
 
 // step runs model call i and the tools it asks for. It reports whether the
@@ -222,7 +222,7 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 			return r.protocolError("the model opened tool call %q twice", id)
 		}
 		// A model that gives no ids continues the call it opened last.
-		c := &call{key: p.ToolCallID, id: id, name: p.ToolName}
+		c := &call{id: id, name: p.ToolName}
 		byID[p.ToolCallID] = c
 		*calls = append(*calls, c)
 		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingStart, Payload: api.ToolCallStreamingStartPayload{ToolCallID: id, ToolName: c.name}}); err != nil {
@@ -246,16 +246,7 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 		if c.done != nil {
 			return r.protocolError("the model closed tool call %q twice", p.ToolCallID)
 		}
-		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingEnd, Payload: api.ToolCallStreamingEndPayload{ToolCallID: c.id}}); err != nil {
-			return err
-		}
-		c.parsed, c.argsErr = parseArgs(c.args.String())
-		if err := r.send(api.Event{Type: api.EventToolCall, Payload: api.ToolCall{
-			ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}}); err != nil {
-			return err
-		}
-		r.startTool(ctx, c)
-		return nil
+		return r.endCall(ctx, c)
 	case model.PartFinish:
 		if p.Finish == nil {
 			return r.protocolError("the model sent a finish without its reason")
@@ -263,8 +254,7 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 		// Calls the model never closed are complete when it finishes.
 		for _, c := range *calls {
 			if c.done == nil {
-				byID[c.key] = c
-				if err := r.handlePart(ctx, model.Part{Kind: model.PartToolCallEnd, ToolCallID: c.key}, text, reasoning, calls, byID, fin); err != nil {
+				if err := r.endCall(ctx, c); err != nil {
 					return err
 				}
 			}
@@ -272,6 +262,20 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 		*fin = p.Finish
 		return nil
 	}
+	return nil
+}
+
+// endCall completes c's arguments, reports the call and starts its tool.
+func (r *run) endCall(ctx context.Context, c *call) error {
+	if err := r.send(api.Event{Type: api.EventToolCallInputStreamingEnd, Payload: api.ToolCallStreamingEndPayload{ToolCallID: c.id}}); err != nil {
+		return err
+	}
+	c.parsed, c.argsErr = parseArgs(c.args.String())
+	if err := r.send(api.Event{Type: api.EventToolCall, Payload: api.ToolCall{
+		ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}}); err != nil {
+		return err
+	}
+	r.startTool(ctx, c)
 	return nil
 }
 
