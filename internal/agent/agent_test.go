@@ -92,7 +92,8 @@ func parts(groups ...any) []model.Part {
 	return out
 }
 
-// echoTool returns its args as its result, or fails when they say so.
+// echoTool returns its args as its result, or fails, panics or returns
+// what JSON cannot encode when they say so.
 type echoTool struct {
 	name    string
 	started chan struct{} // receives once per call, when set
@@ -122,6 +123,9 @@ func (t *echoTool) Run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	if _, ok := a["panic"]; ok {
 		panic("tool exploded")
+	}
+	if _, ok := a["unencodable"]; ok {
+		return make(chan int), nil
 	}
 	return a, nil
 }
@@ -309,6 +313,7 @@ func TestToolErrors(t *testing.T) {
 		{"unknown tool", "nope", `{}`, `nope failed: no tool named "nope" is available`},
 		{"bad arguments", "echo", `{"x":`, "echo failed: the model sent arguments that are not a JSON object"},
 		{"tool panics", "echo", `{"panic":true}`, "echo failed: the tool failed inside the service"},
+		{"result not encodable", "echo", `{"unencodable":true}`, "echo failed: its result could not be encoded: json: unsupported type: chan int"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -224,9 +224,7 @@ func (r *run) endToolSpan(span trace.Span, c *call) {
 		span.SetStatus(codes.Error, c.err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
 	} else if r.a.cfg.TraceContent {
-		if b, err := json.Marshal(c.result); err == nil {
-			span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(b)))
-		}
+		span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(c.result)))
 	}
 	span.End()
 }

@@ -24,8 +24,8 @@ type call struct {
 	args     strings.Builder
 	parsed   json.RawMessage
 	argsErr  error
-	done     chan struct{} // closed when result or err is set
-	result   any
+	done     chan struct{}   // closed when result or err is set
+	result   json.RawMessage // the tool's result, encoded, when err is nil
 	err      error
 }
 
@@ -147,12 +147,14 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 			return false, ctx.Err()
 		}
 		tc := api.ToolCall{ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}
-		tr, msg := r.toolOutcome(c)
+		tr, msg := toolOutcome(c)
+		part := api.UIPart{Type: "tool-" + c.name, ToolCallID: c.id, Input: c.parsed, State: "output-available", Output: tr.Result}
 		if c.err != nil {
-			message := fmt.Sprintf("%s failed: %s", c.name, c.err)
+			message := c.failure()
 			w := api.Warning{Type: "tool-error", Message: message, ToolCallID: c.id, ToolName: c.name}
 			st.Warnings = append(st.Warnings, w)
 			r.warnings = append(r.warnings, w)
+			part.State, part.Output, part.ErrorText = "output-error", nil, message
 			if err := r.send(api.Event{Type: api.EventError, Payload: api.ToolErrorPayload{ToolCallID: c.id, ToolName: c.name},
 				Error: &api.StreamError{Message: message, Code: api.CodeToolError}}); err != nil {
 				return false, err
@@ -168,10 +170,6 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		r.calls = append(r.calls, tc)
 		r.results = append(r.results, tr)
 		added = append(added, msg)
-		part := api.UIPart{Type: "tool-" + c.name, ToolCallID: c.id, Input: c.parsed, State: "output-available", Output: tr.Result}
-		if c.err != nil {
-			part.State, part.Output, part.ErrorText = "output-error", nil, fmt.Sprintf("%s failed: %s", c.name, c.err)
-		}
 		r.uiReply.Parts = append(r.uiReply.Parts, part)
 	}
 
@@ -332,30 +330,38 @@ func (r *run) startTool(ctx context.Context, c *call) {
 		case c.argsErr != nil:
 			c.err = c.argsErr
 		default:
-			c.result, c.err = t.Run(ctx, c.parsed)
+			c.result, c.err = runTool(ctx, t, c.parsed)
 		}
 	}()
 }
 
-// toolOutcome is c's result as the API reports it and as the model sees it.
-func (r *run) toolOutcome(c *call) (api.ToolResult, model.Message) {
-	msg := model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name}
-	tr := api.ToolResult{ToolCallID: c.id, ToolName: c.name}
-	if c.err == nil {
-		b, err := json.Marshal(c.result)
-		if err != nil {
-			c.err = fmt.Errorf("its result could not be encoded: %w", err)
-		} else {
-			tr.Result = b
-			msg.Content = string(b)
-			return tr, msg
-		}
+// runTool runs t and encodes its result, once, for the API, the model and
+// the span alike. A result that cannot be encoded fails the call.
+func runTool(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage, error) {
+	v, err := t.Run(ctx, args)
+	if err != nil {
+		return nil, err
 	}
-	// The model is told the call failed, in the same shape the API reports.
-	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s failed: %s", c.name, c.err)})
-	tr.Result, tr.IsError = b, true
-	msg.Content, msg.IsError = string(b), true
-	return tr, msg
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("its result could not be encoded: %w", err)
+	}
+	return b, nil
+}
+
+// failure is the message of a failed call, as the API reports it and as
+// the model is told.
+func (c *call) failure() string { return fmt.Sprintf("%s failed: %s", c.name, c.err) }
+
+// toolOutcome is c's result as the API reports it and as the model sees it.
+func toolOutcome(c *call) (api.ToolResult, model.Message) {
+	tr := api.ToolResult{ToolCallID: c.id, ToolName: c.name, Result: c.result}
+	if c.err != nil {
+		// The model is told the call failed, in the same shape the API reports.
+		tr.Result, _ = json.Marshal(map[string]string{"error": c.failure()})
+		tr.IsError = true
+	}
+	return tr, model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name, Content: string(tr.Result), IsError: tr.IsError}
 }
 
 func providerMetadata(provider string, m map[string]any) map[string]any {
