@@ -50,17 +50,12 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	}
 
 	req := model.Request{System: r.system, Messages: r.convo, Tools: a.specs, MaxOutputTokens: r.maxOut}
-	var (
-		text, reasoning strings.Builder
-		calls           []*call
-		byID            = map[string]*call{}
-		fin             *model.Finish
-	)
+	out := &answer{byID: map[string]*call{}}
 	// Tools still running when the step fails must not outlive it.
 	defer func() {
 		if err != nil {
 			cancel()
-			for _, c := range calls {
+			for _, c := range out.calls {
 				if c.done != nil {
 					<-c.done
 				}
@@ -70,35 +65,33 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 
 	mctx, mspan := r.startModelSpan(ctx, req)
 	mstart := a.cfg.Now()
-	var (
-		merr       error
-		firstChunk time.Duration
-	)
+	var merr error
 	for part, perr := range a.cfg.Model.Stream(mctx, req) {
 		if perr != nil {
 			merr = perr
 			break
 		}
-		if firstChunk == 0 {
-			firstChunk = max(a.cfg.Now().Sub(mstart), time.Nanosecond)
+		if out.firstChunk == 0 {
+			out.firstChunk = max(a.cfg.Now().Sub(mstart), time.Nanosecond)
 		}
 		// Tools start in the step's context: their spans are the model call's
 		// siblings, not its children.
-		if err := r.handlePart(ctx, part, &text, &reasoning, &calls, byID, &fin); err != nil {
+		if err := r.handlePart(ctx, part, out); err != nil {
 			merr = err
 			break
 		}
-		if fin != nil {
+		if out.fin != nil {
 			break
 		}
 	}
+	fin := out.fin
 	if merr == nil && fin == nil {
 		merr = &model.Error{Kind: model.KindUpstream, Provider: a.cfg.Model.Provider(), Message: "the model's stream ended before it finished"}
 	}
 	if merr == nil && ctx.Err() != nil {
 		merr = ctx.Err()
 	}
-	r.endModelSpan(mspan, modelOutput{fin: fin, firstChunk: firstChunk, text: text.String(), calls: calls}, merr)
+	r.endModelSpan(mspan, out, merr)
 	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: fin, Err: merr})
 	if merr != nil {
 		if r.emitErr != nil {
@@ -109,11 +102,12 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 
 	// A provider may say "stop" while asking for tools; the calls decide.
 	reason := fin.Reason
+	calls := out.calls
 	if len(calls) > 0 {
 		reason = api.FinishToolCalls
 	}
 	st := api.Step{
-		StepType: stepType, Text: text.String(), ReasoningText: reasoning.String(),
+		StepType: stepType, Text: out.text.String(), ReasoningText: out.reasoning.String(),
 		Content: []api.ContentPart{}, Sources: []any{}, Files: []any{}, Reasoning: []any{},
 		ToolCalls: []api.ToolCall{}, StaticToolCalls: []api.ToolCall{}, DynamicToolCalls: []api.ToolCall{},
 		ToolResults: []api.ToolResult{}, StaticToolResults: []api.ToolResult{}, DynamicToolResults: []api.ToolResult{},
@@ -200,29 +194,38 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	return len(calls) > 0, nil
 }
 
-// handlePart turns one model part into events and step state.
-func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *strings.Builder, calls *[]*call, byID map[string]*call, fin **model.Finish) error {
+// answer is what one model call has streamed so far.
+type answer struct {
+	text, reasoning strings.Builder
+	calls           []*call
+	byID            map[string]*call // by the model's id; "" is the last call opened without one
+	fin             *model.Finish    // set when the model finished
+	firstChunk      time.Duration    // 0 until something came
+}
+
+// handlePart turns one model part into events and adds it to out.
+func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 	switch p.Kind {
 	case model.PartText:
 		if p.Text == "" {
 			return nil
 		}
-		text.WriteString(p.Text)
+		out.text.WriteString(p.Text)
 		return r.send(api.Event{Type: api.EventText, Text: p.Text})
 	case model.PartReasoning:
-		reasoning.WriteString(p.Text)
+		out.reasoning.WriteString(p.Text)
 		return nil
 	case model.PartToolCallStart:
 		id := p.ToolCallID
 		if id == "" {
 			id = "call_" + r.a.cfg.NewID()
-		} else if _, dup := byID[id]; dup {
+		} else if _, dup := out.byID[id]; dup {
 			return r.protocolError("the model opened tool call %q twice", id)
 		}
 		// A model that gives no ids continues the call it opened last.
 		c := &call{id: id, name: p.ToolName}
-		byID[p.ToolCallID] = c
-		*calls = append(*calls, c)
+		out.byID[p.ToolCallID] = c
+		out.calls = append(out.calls, c)
 		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingStart, Payload: api.ToolCallStreamingStartPayload{ToolCallID: id, ToolName: c.name}}); err != nil {
 			return err
 		}
@@ -231,13 +234,13 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 		}
 		return nil
 	case model.PartToolCallDelta:
-		c, ok := byID[p.ToolCallID]
+		c, ok := out.byID[p.ToolCallID]
 		if !ok {
 			return r.protocolError("the model sent arguments for unknown tool call %q", p.ToolCallID)
 		}
 		return r.argsDelta(c, p.Text)
 	case model.PartToolCallEnd:
-		c, ok := byID[p.ToolCallID]
+		c, ok := out.byID[p.ToolCallID]
 		if !ok {
 			return r.protocolError("the model closed unknown tool call %q", p.ToolCallID)
 		}
@@ -250,14 +253,14 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 			return r.protocolError("the model sent a finish without its reason")
 		}
 		// Calls the model never closed are complete when it finishes.
-		for _, c := range *calls {
+		for _, c := range out.calls {
 			if c.done == nil {
 				if err := r.endCall(ctx, c); err != nil {
 					return err
 				}
 			}
 		}
-		*fin = p.Finish
+		out.fin = p.Finish
 		return nil
 	}
 	return nil
