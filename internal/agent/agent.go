@@ -326,13 +326,13 @@ func (r *run) info() RunInfo {
 func (r *run) response() api.GenerateResponse {
 	last := r.steps[len(r.steps)-1]
 	resp := last.Response
-	resp.Messages = make([]api.ModelMessage, 0, len(r.reply))
-	for _, m := range r.reply {
-		resp.Messages = append(resp.Messages, modelMessage(m))
-	}
 	resp.UIMessages = append(append([]api.UIMessage{}, r.uiInput...), r.uiReply)
+	// The run's messages and text are its steps', in order: each step has
+	// converted its own already.
+	resp.Messages = make([]api.ModelMessage, 0, len(r.reply))
 	var text strings.Builder
 	for _, s := range r.steps {
+		resp.Messages = append(resp.Messages, s.Response.Messages...)
 		text.WriteString(s.Text)
 	}
 	return api.GenerateResponse{
