@@ -297,7 +297,7 @@ func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) 
 	if err != nil && stats.FinishReason == "" {
 		stats.FinishReason = api.FinishError
 	}
-	endRunSpan(span, r, stats)
+	endRunSpan(span, stats)
 	a.cfg.Observer.RunFinished(ctx, r.info(), stats)
 	level := slog.LevelInfo
 	attrs := []slog.Attr{

@@ -107,7 +107,7 @@ func traceIDOf(span trace.Span, newID func() string) string {
 	return strings.ReplaceAll(newID(), "-", "")
 }
 
-func endRunSpan(span trace.Span, r *run, s RunStats) {
+func endRunSpan(span trace.Span, s RunStats) {
 	span.SetAttributes(semconv.GenAIResponseFinishReasons(s.FinishReason), attribute.Int("companion.steps", s.Steps))
 	span.SetAttributes(usageAttrs(s.Usage)...)
 	if s.Err != nil {
