@@ -336,10 +336,15 @@ func TestToolErrors(t *testing.T) {
 			if errEv == nil || errEv.Error.Code != api.CodeToolError || errEv.Error.Message != tc.wantMsg {
 				t.Fatalf("error event %+v, want TOOL_ERROR %q", errEv, tc.wantMsg)
 			}
-			if tc.name != "bad arguments" {
-				if err := apitest.Check(events); err != nil {
-					t.Fatal(err)
+			// Bad arguments break one rule on purpose: their deltas are what
+			// the model sent, the call's args the {} the tool was refused with.
+			err = apitest.Check(events)
+			if tc.name == "bad arguments" {
+				if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "argsTextDelta of \"c1\" concatenate to {\"x\":, not to the args {}") {
+					t.Fatalf("check: %v; want only the args of c1 to differ from their deltas", err)
 				}
+			} else if err != nil {
+				t.Fatal(err)
 			}
 			r := res.Response
 			if r.Text != "sorry" || r.FinishReason != api.FinishStop {
