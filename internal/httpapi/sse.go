@@ -21,7 +21,6 @@ import (
 // run-finish) are held too while nothing has been sent, for the same reason.
 type eventWriter struct {
 	w       http.ResponseWriter
-	r       *http.Request
 	session *sse.Session
 	// buf and enc encode each event, reused from one to the next.
 	buf   bytes.Buffer
@@ -42,7 +41,7 @@ func newEventWriter(w http.ResponseWriter, r *http.Request) (*eventWriter, error
 	if err != nil {
 		return nil, fmt.Errorf("streaming is not supported by this connection: %w", err)
 	}
-	e := &eventWriter{w: w, r: r, session: s}
+	e := &eventWriter{w: w, session: s}
 	e.enc = newEncoder(&e.buf)
 	return e, nil
 }
