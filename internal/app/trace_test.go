@@ -2,9 +2,7 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -44,29 +42,6 @@ func tracedService(t *testing.T, configure func(*app.Config)) (*apptest.Service,
 		}
 	})
 	return svc, exp
-}
-
-// post sends body to path with header and returns the response and its body.
-func post(t *testing.T, svc *apptest.Service, path, body string, header http.Header) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, svc.URL+path, bytes.NewBufferString(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, b
 }
 
 // spansOf returns the spans of trace id, once its server span has ended:
@@ -210,7 +185,7 @@ func decode(t *testing.T, b []byte) generated {
 func TestTraceOfAWeatherRun(t *testing.T) {
 	svc, exp := tracedService(t, nil)
 	const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
-	res, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"),
+	res, body := svc.DoHeader(t, http.MethodPost, generatePath, ask("What's the weather in Berlin?"),
 		http.Header{"Traceparent": {"00-" + caller + "-00f067aa0ba902b7-01"}})
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
@@ -286,7 +261,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
 // traceId is its id.
 func TestTraceOfAPlainReply(t *testing.T) {
 	svc, exp := tracedService(t, nil)
-	res, body := post(t, svc, generatePath, ask("How do I start my day well?"), nil)
+	res, body := svc.Post(t, generatePath, ask("How do I start my day well?"))
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
@@ -309,7 +284,7 @@ func TestTraceOfAPlainReply(t *testing.T) {
 // the run goes on and ends well.
 func TestTraceOfAToolError(t *testing.T) {
 	svc, exp := tracedService(t, nil)
-	res, body := post(t, svc, streamPath, ask("What's the weather in Errorville?"), nil)
+	res, body := svc.Post(t, streamPath, ask("What's the weather in Errorville?"))
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
@@ -344,7 +319,7 @@ func TestTraceOfAToolError(t *testing.T) {
 // carry the conversation, the arguments and the result.
 func TestTraceContentSetting(t *testing.T) {
 	svc, exp := tracedService(t, func(c *app.Config) { c.TraceContent = true })
-	_, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
+	_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 	spans := spansOf(t, exp, decode(t, body).TraceID)
 	chat := attrs(named(t, spans, "chat fake")[0])
 	if !strings.Contains(chat["gen_ai.input.messages"].AsString(), "What's the weather in Berlin?") ||
@@ -363,11 +338,11 @@ func TestTraceContentSetting(t *testing.T) {
 func TestTraceIDWithoutExport(t *testing.T) {
 	svc := apptest.Start(t, nil)
 	const caller = "0af7651916cd43dd8448eb211c80319c"
-	_, body := post(t, svc, generatePath, ask("Hi"), http.Header{"Traceparent": {"00-" + caller + "-b7ad6b7169203331-01"}})
+	_, body := svc.DoHeader(t, http.MethodPost, generatePath, ask("Hi"), http.Header{"Traceparent": {"00-" + caller + "-b7ad6b7169203331-01"}})
 	if g := decode(t, body); g.TraceID != caller || g.Steps[0].TraceID != caller {
 		t.Fatalf("traceId %s, step %s; want %s", g.TraceID, g.Steps[0].TraceID, caller)
 	}
-	_, body = post(t, svc, generatePath, ask("Hi"), nil)
+	_, body = svc.Post(t, generatePath, ask("Hi"))
 	if id := decode(t, body).TraceID; len(id) != 32 || id == caller || strings.Trim(id, "0") == "" {
 		t.Fatalf("traceId %q", id)
 	}
