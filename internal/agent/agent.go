@@ -106,9 +106,6 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// Model returns the agent's model.
-func (a *Agent) Model() model.Model { return a.cfg.Model }
-
 // Input is one run's request, already validated.
 type Input struct {
 	ThreadID    string
