@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/telemetry/telemetrytest"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -68,54 +68,6 @@ func spansOf(t *testing.T, exp *tracetest.InMemoryExporter, id string) tracetest
 	}
 }
 
-func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	m := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
-
-// tree renders spans as indented "name (kind)" lines with error statuses,
-// children in start order (tools of one step by call id), from the roots of
-// the trace: spans whose parent is not among them.
-func tree(spans tracetest.SpanStubs) string {
-	have := map[trace.SpanID]bool{}
-	children := map[trace.SpanID][]tracetest.SpanStub{}
-	for _, s := range spans {
-		have[s.SpanContext.SpanID()] = true
-	}
-	var roots []tracetest.SpanStub
-	for _, s := range spans {
-		if have[s.Parent.SpanID()] {
-			children[s.Parent.SpanID()] = append(children[s.Parent.SpanID()], s)
-		} else {
-			roots = append(roots, s)
-		}
-	}
-	var b strings.Builder
-	var walk func(list []tracetest.SpanStub, depth int)
-	walk = func(list []tracetest.SpanStub, depth int) {
-		sort.SliceStable(list, func(i, j int) bool {
-			ci, cj := attrs(list[i])["gen_ai.tool.call.id"].AsString(), attrs(list[j])["gen_ai.tool.call.id"].AsString()
-			if ci != "" && cj != "" {
-				return ci < cj
-			}
-			return list[i].StartTime.Before(list[j].StartTime)
-		})
-		for _, s := range list {
-			b.WriteString(strings.Repeat("  ", depth) + s.Name + " (" + s.SpanKind.String() + ")")
-			if s.Status.Code == codes.Error {
-				b.WriteString(" [error: " + s.Status.Description + "]")
-			}
-			b.WriteString("\n")
-			walk(children[s.SpanContext.SpanID()], depth+1)
-		}
-	}
-	walk(roots, 0)
-	return b.String()
-}
-
 func named(t *testing.T, spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
 	t.Helper()
 	var out []tracetest.SpanStub
@@ -133,7 +85,7 @@ func named(t *testing.T, spans tracetest.SpanStubs, name string) []tracetest.Spa
 // wantAttrs fails unless s has every attribute of want, with its value.
 func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]any) {
 	t.Helper()
-	got := attrs(s)
+	got := telemetrytest.Attrs(s)
 	for k, w := range want {
 		v, ok := got[attribute.Key(k)]
 		if !ok {
@@ -208,7 +160,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
     step (internal)
       chat fake (client)
 `
-	got := tree(spans)
+	got := telemetrytest.Tree(spans)
 	if got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
@@ -235,7 +187,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
 		"gen_ai.response.model": "fake", "gen_ai.response.finish_reasons": []string{"tool_calls"},
 	})
 	for _, c := range chats {
-		a := attrs(c)
+		a := telemetrytest.Attrs(c)
 		if a["gen_ai.usage.input_tokens"].AsInt64() <= 0 || a["gen_ai.usage.output_tokens"].AsInt64() <= 0 || a["gen_ai.response.id"].AsString() == "" {
 			t.Errorf("chat span without usage or response id: %v", a)
 		}
@@ -272,7 +224,7 @@ func TestTraceOfAPlainReply(t *testing.T) {
     step (internal)
       chat fake (client)
 `
-	if got := tree(spans); got != want {
+	if got := telemetrytest.Tree(spans); got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
 	if p := named(t, spans, "POST /api/agents/{agentId}/generate")[0].Parent; p.IsValid() {
@@ -309,7 +261,7 @@ func TestTraceOfAToolError(t *testing.T) {
     step (internal)
       chat fake (client)
 `
-	if got := tree(spans); got != want {
+	if got := telemetrytest.Tree(spans); got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
 	wantAttrs(t, named(t, spans, "execute_tool weatherTool")[0], map[string]any{"error.type": "tool_error"})
@@ -321,13 +273,13 @@ func TestTraceContentSetting(t *testing.T) {
 	svc, exp := tracedService(t, func(c *app.Config) { c.TraceContent = true })
 	_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 	spans := spansOf(t, exp, decode(t, body).TraceID)
-	chat := attrs(named(t, spans, "chat fake")[0])
+	chat := telemetrytest.Attrs(named(t, spans, "chat fake")[0])
 	if !strings.Contains(chat["gen_ai.input.messages"].AsString(), "What's the weather in Berlin?") ||
 		!strings.Contains(chat["gen_ai.output.messages"].AsString(), `"type":"tool_call"`) ||
 		!strings.Contains(chat["gen_ai.system_instructions"].AsString(), "guru") {
 		t.Fatalf("chat span contents %v", chat)
 	}
-	tool := attrs(named(t, spans, "execute_tool weatherTool")[0])
+	tool := telemetrytest.Attrs(named(t, spans, "execute_tool weatherTool")[0])
 	if tool["gen_ai.tool.call.arguments"].AsString() != `{"location":"Berlin"}` || !strings.Contains(tool["gen_ai.tool.call.result"].AsString(), `"temperature"`) {
 		t.Fatalf("tool span contents %v", tool)
 	}
