@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -342,7 +343,7 @@ scrape_configs:
 	for _, k := range keys {
 		expr := vars.Replace(queries[k])
 		for _, n := range metricNameRE.FindAllString(expr, -1) {
-			if !contains(names, n) {
+			if !slices.Contains(names, n) {
 				t.Errorf("%s: Prometheus has no metric %s", k, n)
 			}
 		}
@@ -381,15 +382,6 @@ scrape_configs:
 	if n == 0 {
 		t.Error("prometheus loaded no alert rules")
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func anyNumber(m map[string]float64) bool {

@@ -106,9 +106,6 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// Model returns the agent's model.
-func (a *Agent) Model() model.Model { return a.cfg.Model }
-
 // Input is one run's request, already validated.
 type Input struct {
 	ThreadID    string
@@ -297,7 +294,7 @@ func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) 
 	if err != nil && stats.FinishReason == "" {
 		stats.FinishReason = api.FinishError
 	}
-	endRunSpan(span, r, stats)
+	endRunSpan(span, stats)
 	a.cfg.Observer.RunFinished(ctx, r.info(), stats)
 	level := slog.LevelInfo
 	attrs := []slog.Attr{
@@ -326,13 +323,13 @@ func (r *run) info() RunInfo {
 func (r *run) response() api.GenerateResponse {
 	last := r.steps[len(r.steps)-1]
 	resp := last.Response
-	resp.Messages = make([]api.ModelMessage, 0, len(r.reply))
-	for _, m := range r.reply {
-		resp.Messages = append(resp.Messages, modelMessage(m))
-	}
 	resp.UIMessages = append(append([]api.UIMessage{}, r.uiInput...), r.uiReply)
+	// The run's messages and text are its steps', in order: each step has
+	// converted its own already.
+	resp.Messages = make([]api.ModelMessage, 0, len(r.reply))
 	var text strings.Builder
 	for _, s := range r.steps {
+		resp.Messages = append(resp.Messages, s.Response.Messages...)
 		text.WriteString(s.Text)
 	}
 	return api.GenerateResponse{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -91,7 +92,8 @@ func parts(groups ...any) []model.Part {
 	return out
 }
 
-// echoTool returns its args as its result, or fails when they say so.
+// echoTool returns its args as its result, or fails, panics or returns
+// what JSON cannot encode when they say so.
 type echoTool struct {
 	name    string
 	started chan struct{} // receives once per call, when set
@@ -121,6 +123,9 @@ func (t *echoTool) Run(ctx context.Context, args json.RawMessage) (any, error) {
 	}
 	if _, ok := a["panic"]; ok {
 		panic("tool exploded")
+	}
+	if _, ok := a["unencodable"]; ok {
+		return make(chan int), nil
 	}
 	return a, nil
 }
@@ -308,6 +313,7 @@ func TestToolErrors(t *testing.T) {
 		{"unknown tool", "nope", `{}`, `nope failed: no tool named "nope" is available`},
 		{"bad arguments", "echo", `{"x":`, "echo failed: the model sent arguments that are not a JSON object"},
 		{"tool panics", "echo", `{"panic":true}`, "echo failed: the tool failed inside the service"},
+		{"result not encodable", "echo", `{"unencodable":true}`, "echo failed: its result could not be encoded: json: unsupported type: chan int"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -330,10 +336,15 @@ func TestToolErrors(t *testing.T) {
 			if errEv == nil || errEv.Error.Code != api.CodeToolError || errEv.Error.Message != tc.wantMsg {
 				t.Fatalf("error event %+v, want TOOL_ERROR %q", errEv, tc.wantMsg)
 			}
-			if tc.name != "bad arguments" {
-				if err := apitest.Check(events); err != nil {
-					t.Fatal(err)
+			// Bad arguments break one rule on purpose: their deltas are what
+			// the model sent, the call's args the {} the tool was refused with.
+			err = apitest.Check(events)
+			if tc.name == "bad arguments" {
+				if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "argsTextDelta of \"c1\" concatenate to {\"x\":, not to the args {}") {
+					t.Fatalf("check: %v; want only the args of c1 to differ from their deltas", err)
 				}
+			} else if err != nil {
+				t.Fatal(err)
 			}
 			r := res.Response
 			if r.Text != "sorry" || r.FinishReason != api.FinishStop {
@@ -379,6 +390,35 @@ func TestToolsRunConcurrently(t *testing.T) {
 	}
 	if err := apitest.Check(rec.decoded(t)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCallsClosedByFinish: calls the model never closes, with or without
+// ids, are complete when it finishes, and each runs with its own arguments.
+func TestCallsClosedByFinish(t *testing.T) {
+	open := func(id, args string) []model.Part {
+		return []model.Part{{Kind: model.PartToolCallStart, ToolName: "echo", ToolCallID: id}, {Kind: model.PartToolCallDelta, ToolCallID: id, Text: args}}
+	}
+	m := &script{turns: []turn{
+		{parts: parts(open("", `{"n":1}`), open("", `{"n":2}`), open("c3", `{"n":3}`), finish(api.FinishToolCalls, 1, 1))},
+		{parts: parts(text("all three"), finish(api.FinishStop, 1, 1))},
+	}}
+	rec := &recorder{}
+	res, err := newAgent(t, m, &echoTool{name: "echo"}).Run(context.Background(), input("go"), rec.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apitest.Check(rec.decoded(t)); err != nil {
+		t.Fatal(err)
+	}
+	r := res.Response
+	if len(r.ToolResults) != 3 || r.ToolCalls[0].ToolCallID == r.ToolCalls[1].ToolCallID || r.ToolCalls[2].ToolCallID != "c3" {
+		t.Fatalf("calls %+v", r.ToolCalls)
+	}
+	for i, tr := range r.ToolResults {
+		if want := fmt.Sprintf(`{"n":%d}`, i+1); tr.IsError || string(tr.Result) != want {
+			t.Errorf("result %d: %s, want %s", i, tr.Result, want)
+		}
 	}
 }
 

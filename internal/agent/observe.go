@@ -107,7 +107,7 @@ func traceIDOf(span trace.Span, newID func() string) string {
 	return strings.ReplaceAll(newID(), "-", "")
 }
 
-func endRunSpan(span trace.Span, r *run, s RunStats) {
+func endRunSpan(span trace.Span, s RunStats) {
 	span.SetAttributes(semconv.GenAIResponseFinishReasons(s.FinishReason), attribute.Int("companion.steps", s.Steps))
 	span.SetAttributes(usageAttrs(s.Usage)...)
 	if s.Err != nil {
@@ -166,15 +166,7 @@ func (r *run) startModelSpan(ctx context.Context, req model.Request) (context.Co
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
-// modelOutput is what one model call answered, for its span.
-type modelOutput struct {
-	fin        *model.Finish
-	firstChunk time.Duration // 0 when nothing came
-	text       string
-	calls      []*call
-}
-
-func (r *run) endModelSpan(span trace.Span, out modelOutput, err error) {
+func (r *run) endModelSpan(span trace.Span, out *answer, err error) {
 	defer span.End()
 	if out.firstChunk > 0 {
 		span.SetAttributes(semconv.GenAIResponseTimeToFirstChunk(out.firstChunk.Seconds()))
@@ -192,8 +184,8 @@ func (r *run) endModelSpan(span trace.Span, out modelOutput, err error) {
 	}
 	if r.a.cfg.TraceContent {
 		msg := genAIMessage{Role: model.RoleAssistant, Parts: []genAIPart{}, FinishReason: fin.Reason}
-		if out.text != "" {
-			msg.Parts = append(msg.Parts, genAIPart{Type: "text", Content: out.text})
+		if out.text.Len() > 0 {
+			msg.Parts = append(msg.Parts, genAIPart{Type: "text", Content: out.text.String()})
 		}
 		for _, c := range out.calls {
 			msg.Parts = append(msg.Parts, genAIPart{Type: "tool_call", ID: c.id, Name: c.name, Arguments: c.parsed})
@@ -224,9 +216,7 @@ func (r *run) endToolSpan(span trace.Span, c *call) {
 		span.SetStatus(codes.Error, c.err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String("tool_error"))
 	} else if r.a.cfg.TraceContent {
-		if b, err := json.Marshal(c.result); err == nil {
-			span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(b)))
-		}
+		span.SetAttributes(semconv.GenAIToolCallResultKey.String(string(c.result)))
 	}
 	span.End()
 }

@@ -3,12 +3,10 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -16,6 +14,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/telemetry/telemetrytest"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -32,47 +31,6 @@ func traced(t *testing.T, m model.Model, content bool, obs agent.Observer, tools
 	}
 	res, err := a.Run(context.Background(), input("go"), nil)
 	return res, err, exp.GetSpans()
-}
-
-// tree renders spans as indented "name [status]" lines, children in start
-// order, so that a test can compare the whole shape at once.
-func tree(spans tracetest.SpanStubs) string {
-	children := map[string][]tracetest.SpanStub{}
-	for _, s := range spans {
-		children[s.Parent.SpanID().String()] = append(children[s.Parent.SpanID().String()], s)
-	}
-	var b strings.Builder
-	var walk func(parent string, depth int)
-	walk = func(parent string, depth int) {
-		kids := children[parent]
-		// Tools run concurrently and may start in any order: they are
-		// listed by call id, after what started before them.
-		sort.SliceStable(kids, func(i, j int) bool {
-			ci, cj := attrs(kids[i])["gen_ai.tool.call.id"].AsString(), attrs(kids[j])["gen_ai.tool.call.id"].AsString()
-			if ci != "" && cj != "" {
-				return ci < cj
-			}
-			return kids[i].StartTime.Before(kids[j].StartTime)
-		})
-		for _, s := range kids {
-			b.WriteString(strings.Repeat("  ", depth) + s.Name)
-			if s.Status.Code == codes.Error {
-				b.WriteString(" [error: " + s.Status.Description + "]")
-			}
-			b.WriteString("\n")
-			walk(s.SpanContext.SpanID().String(), depth+1)
-		}
-	}
-	walk("0000000000000000", 0)
-	return b.String()
-}
-
-func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	m := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value
-	}
-	return m
 }
 
 func byName(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.SpanStub {
@@ -95,29 +53,29 @@ func TestSpansOfAToolRound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `invoke_agent companionAgent
-  step
-    chat script-1
-    execute_tool echo
-    execute_tool echo [error: the sky fell]
-  step
-    chat script-1
+	want := `invoke_agent companionAgent (internal)
+  step (internal)
+    chat script-1 (client)
+    execute_tool echo (internal)
+    execute_tool echo (internal) [error: the sky fell]
+  step (internal)
+    chat script-1 (client)
 `
-	if got := tree(spans); got != want {
+	if got := telemetrytest.Tree(spans); got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
 	run := byName(t, spans, "invoke_agent companionAgent")
 	if got := run.SpanContext.TraceID().String(); got != res.Response.TraceID || res.Response.Steps[1].TraceID != got {
 		t.Fatalf("traceId %s, spans' %s", res.Response.TraceID, got)
 	}
-	ra := attrs(run)
+	ra := telemetrytest.Attrs(run)
 	if ra["gen_ai.operation.name"].AsString() != "invoke_agent" || ra["gen_ai.provider.name"].AsString() != "script" ||
 		ra["gen_ai.conversation.id"].AsString() != "t1" || ra["gen_ai.usage.input_tokens"].AsInt64() != 14 ||
 		ra["gen_ai.usage.output_tokens"].AsInt64() != 4 || ra["gen_ai.response.finish_reasons"].AsStringSlice()[0] != "stop" {
 		t.Fatalf("run span attributes %v", ra)
 	}
 	for _, s := range spans {
-		a := attrs(s)
+		a := telemetrytest.Attrs(s)
 		switch {
 		case strings.HasPrefix(s.Name, "chat "):
 			if a["gen_ai.operation.name"].AsString() != "chat" || a["gen_ai.request.model"].AsString() != "script-1" ||
@@ -161,7 +119,7 @@ func TestSpansRecordContentWhenAllowed(t *testing.T) {
 	if len(chats) != 2 {
 		t.Fatalf("%d chat spans", len(chats))
 	}
-	second := attrs(chats[1])
+	second := telemetrytest.Attrs(chats[1])
 	var in []struct {
 		Role  string
 		Parts []map[string]any
@@ -179,7 +137,7 @@ func TestSpansRecordContentWhenAllowed(t *testing.T) {
 	if !strings.Contains(second["gen_ai.system_instructions"].AsString(), "friend") {
 		t.Fatalf("system instructions %s", second["gen_ai.system_instructions"].AsString())
 	}
-	tool := attrs(byName(t, spans, "execute_tool echo"))
+	tool := telemetrytest.Attrs(byName(t, spans, "execute_tool echo"))
 	if tool["gen_ai.tool.call.arguments"].AsString() != `{"x":1}` || tool["gen_ai.tool.call.result"].AsString() != `{"x":1}` {
 		t.Fatalf("tool span %v", tool)
 	}
@@ -191,17 +149,17 @@ func TestSpansOfAModelFailure(t *testing.T) {
 	if err == nil {
 		t.Fatal("the run did not fail")
 	}
-	want := `invoke_agent companionAgent [error: script model failed: overloaded (HTTP 503): script: overloaded (HTTP 503)]
-  step [error: script: overloaded (HTTP 503)]
-    chat script-1 [error: script: overloaded (HTTP 503)]
+	want := `invoke_agent companionAgent (internal) [error: script model failed: overloaded (HTTP 503): script: overloaded (HTTP 503)]
+  step (internal) [error: script: overloaded (HTTP 503)]
+    chat script-1 (client) [error: script: overloaded (HTTP 503)]
 `
-	if got := tree(spans); got != want {
+	if got := telemetrytest.Tree(spans); got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
-	if got := attrs(byName(t, spans, "chat script-1"))["error.type"].AsString(); got != "unavailable" {
+	if got := telemetrytest.Attrs(byName(t, spans, "chat script-1"))["error.type"].AsString(); got != "unavailable" {
 		t.Fatalf("chat error.type %q", got)
 	}
-	if got := attrs(byName(t, spans, "invoke_agent companionAgent"))["error.type"].AsString(); got != api.CodeModelError {
+	if got := telemetrytest.Attrs(byName(t, spans, "invoke_agent companionAgent"))["error.type"].AsString(); got != api.CodeModelError {
 		t.Fatalf("run error.type %q", got)
 	}
 }

@@ -18,15 +18,15 @@ import (
 
 // call is one tool call of a step, from its first delta to its result.
 type call struct {
-	// key is the id the model used for the call (maybe empty); id is the
-	// call's id in the API, made up when the model gave none.
-	key, id, name string
-	args          strings.Builder
-	parsed        json.RawMessage
-	argsErr       error
-	done          chan struct{} // closed when result or err is set
-	result        any
-	err           error
+	// id is the call's id in the API: the model's, or made up when the
+	// model gave none.
+	id, name string
+	args     strings.Builder
+	parsed   json.RawMessage
+	argsErr  error
+	done     chan struct{}   // closed when result or err is set
+	result   json.RawMessage // the tool's result, encoded, when err is nil
+	err      error
 }
 
 // step runs model call i and the tools it asks for. It reports whether the
@@ -50,17 +50,12 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	}
 
 	req := model.Request{System: r.system, Messages: r.convo, Tools: a.specs, MaxOutputTokens: r.maxOut}
-	var (
-		text, reasoning strings.Builder
-		calls           []*call
-		byID            = map[string]*call{}
-		fin             *model.Finish
-	)
+	out := &answer{byID: map[string]*call{}}
 	// Tools still running when the step fails must not outlive it.
 	defer func() {
 		if err != nil {
 			cancel()
-			for _, c := range calls {
+			for _, c := range out.calls {
 				if c.done != nil {
 					<-c.done
 				}
@@ -70,35 +65,33 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 
 	mctx, mspan := r.startModelSpan(ctx, req)
 	mstart := a.cfg.Now()
-	var (
-		merr       error
-		firstChunk time.Duration
-	)
+	var merr error
 	for part, perr := range a.cfg.Model.Stream(mctx, req) {
 		if perr != nil {
 			merr = perr
 			break
 		}
-		if firstChunk == 0 {
-			firstChunk = max(a.cfg.Now().Sub(mstart), time.Nanosecond)
+		if out.firstChunk == 0 {
+			out.firstChunk = max(a.cfg.Now().Sub(mstart), time.Nanosecond)
 		}
 		// Tools start in the step's context: their spans are the model call's
 		// siblings, not its children.
-		if err := r.handlePart(ctx, part, &text, &reasoning, &calls, byID, &fin); err != nil {
+		if err := r.handlePart(ctx, part, out); err != nil {
 			merr = err
 			break
 		}
-		if fin != nil {
+		if out.fin != nil {
 			break
 		}
 	}
+	fin := out.fin
 	if merr == nil && fin == nil {
 		merr = &model.Error{Kind: model.KindUpstream, Provider: a.cfg.Model.Provider(), Message: "the model's stream ended before it finished"}
 	}
 	if merr == nil && ctx.Err() != nil {
 		merr = ctx.Err()
 	}
-	r.endModelSpan(mspan, modelOutput{fin: fin, firstChunk: firstChunk, text: text.String(), calls: calls}, merr)
+	r.endModelSpan(mspan, out, merr)
 	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: fin, Err: merr})
 	if merr != nil {
 		if r.emitErr != nil {
@@ -109,11 +102,12 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 
 	// A provider may say "stop" while asking for tools; the calls decide.
 	reason := fin.Reason
+	calls := out.calls
 	if len(calls) > 0 {
 		reason = api.FinishToolCalls
 	}
 	st := api.Step{
-		StepType: stepType, Text: text.String(), ReasoningText: reasoning.String(),
+		StepType: stepType, Text: out.text.String(), ReasoningText: out.reasoning.String(),
 		Content: []api.ContentPart{}, Sources: []any{}, Files: []any{}, Reasoning: []any{},
 		ToolCalls: []api.ToolCall{}, StaticToolCalls: []api.ToolCall{}, DynamicToolCalls: []api.ToolCall{},
 		ToolResults: []api.ToolResult{}, StaticToolResults: []api.ToolResult{}, DynamicToolResults: []api.ToolResult{},
@@ -147,12 +141,14 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 			return false, ctx.Err()
 		}
 		tc := api.ToolCall{ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}
-		tr, msg := r.toolOutcome(c)
+		tr, msg := toolOutcome(c)
+		part := api.UIPart{Type: "tool-" + c.name, ToolCallID: c.id, Input: c.parsed, State: "output-available", Output: tr.Result}
 		if c.err != nil {
-			message := fmt.Sprintf("%s failed: %s", c.name, c.err)
+			message := c.failure()
 			w := api.Warning{Type: "tool-error", Message: message, ToolCallID: c.id, ToolName: c.name}
 			st.Warnings = append(st.Warnings, w)
 			r.warnings = append(r.warnings, w)
+			part.State, part.Output, part.ErrorText = "output-error", nil, message
 			if err := r.send(api.Event{Type: api.EventError, Payload: api.ToolErrorPayload{ToolCallID: c.id, ToolName: c.name},
 				Error: &api.StreamError{Message: message, Code: api.CodeToolError}}); err != nil {
 				return false, err
@@ -168,10 +164,6 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		r.calls = append(r.calls, tc)
 		r.results = append(r.results, tr)
 		added = append(added, msg)
-		part := api.UIPart{Type: "tool-" + c.name, ToolCallID: c.id, Input: c.parsed, State: "output-available", Output: tr.Result}
-		if c.err != nil {
-			part.State, part.Output, part.ErrorText = "output-error", nil, fmt.Sprintf("%s failed: %s", c.name, c.err)
-		}
 		r.uiReply.Parts = append(r.uiReply.Parts, part)
 	}
 
@@ -202,29 +194,38 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	return len(calls) > 0, nil
 }
 
-// handlePart turns one model part into events and step state.
-func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *strings.Builder, calls *[]*call, byID map[string]*call, fin **model.Finish) error {
+// answer is what one model call has streamed so far.
+type answer struct {
+	text, reasoning strings.Builder
+	calls           []*call
+	byID            map[string]*call // by the model's id; "" is the last call opened without one
+	fin             *model.Finish    // set when the model finished
+	firstChunk      time.Duration    // 0 until something came
+}
+
+// handlePart turns one model part into events and adds it to out.
+func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 	switch p.Kind {
 	case model.PartText:
 		if p.Text == "" {
 			return nil
 		}
-		text.WriteString(p.Text)
+		out.text.WriteString(p.Text)
 		return r.send(api.Event{Type: api.EventText, Text: p.Text})
 	case model.PartReasoning:
-		reasoning.WriteString(p.Text)
+		out.reasoning.WriteString(p.Text)
 		return nil
 	case model.PartToolCallStart:
 		id := p.ToolCallID
 		if id == "" {
 			id = "call_" + r.a.cfg.NewID()
-		} else if _, dup := byID[id]; dup {
+		} else if _, dup := out.byID[id]; dup {
 			return r.protocolError("the model opened tool call %q twice", id)
 		}
 		// A model that gives no ids continues the call it opened last.
-		c := &call{key: p.ToolCallID, id: id, name: p.ToolName}
-		byID[p.ToolCallID] = c
-		*calls = append(*calls, c)
+		c := &call{id: id, name: p.ToolName}
+		out.byID[p.ToolCallID] = c
+		out.calls = append(out.calls, c)
 		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingStart, Payload: api.ToolCallStreamingStartPayload{ToolCallID: id, ToolName: c.name}}); err != nil {
 			return err
 		}
@@ -233,45 +234,49 @@ func (r *run) handlePart(ctx context.Context, p model.Part, text, reasoning *str
 		}
 		return nil
 	case model.PartToolCallDelta:
-		c, ok := byID[p.ToolCallID]
+		c, ok := out.byID[p.ToolCallID]
 		if !ok {
 			return r.protocolError("the model sent arguments for unknown tool call %q", p.ToolCallID)
 		}
 		return r.argsDelta(c, p.Text)
 	case model.PartToolCallEnd:
-		c, ok := byID[p.ToolCallID]
+		c, ok := out.byID[p.ToolCallID]
 		if !ok {
 			return r.protocolError("the model closed unknown tool call %q", p.ToolCallID)
 		}
 		if c.done != nil {
 			return r.protocolError("the model closed tool call %q twice", p.ToolCallID)
 		}
-		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingEnd, Payload: api.ToolCallStreamingEndPayload{ToolCallID: c.id}}); err != nil {
-			return err
-		}
-		c.parsed, c.argsErr = parseArgs(c.args.String())
-		if err := r.send(api.Event{Type: api.EventToolCall, Payload: api.ToolCall{
-			ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}}); err != nil {
-			return err
-		}
-		r.startTool(ctx, c)
-		return nil
+		return r.endCall(ctx, c)
 	case model.PartFinish:
 		if p.Finish == nil {
 			return r.protocolError("the model sent a finish without its reason")
 		}
 		// Calls the model never closed are complete when it finishes.
-		for _, c := range *calls {
+		for _, c := range out.calls {
 			if c.done == nil {
-				byID[c.key] = c
-				if err := r.handlePart(ctx, model.Part{Kind: model.PartToolCallEnd, ToolCallID: c.key}, text, reasoning, calls, byID, fin); err != nil {
+				if err := r.endCall(ctx, c); err != nil {
 					return err
 				}
 			}
 		}
-		*fin = p.Finish
+		out.fin = p.Finish
 		return nil
 	}
+	return nil
+}
+
+// endCall completes c's arguments, reports the call and starts its tool.
+func (r *run) endCall(ctx context.Context, c *call) error {
+	if err := r.send(api.Event{Type: api.EventToolCallInputStreamingEnd, Payload: api.ToolCallStreamingEndPayload{ToolCallID: c.id}}); err != nil {
+		return err
+	}
+	c.parsed, c.argsErr = parseArgs(c.args.String())
+	if err := r.send(api.Event{Type: api.EventToolCall, Payload: api.ToolCall{
+		ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}}); err != nil {
+		return err
+	}
+	r.startTool(ctx, c)
 	return nil
 }
 
@@ -328,30 +333,38 @@ func (r *run) startTool(ctx context.Context, c *call) {
 		case c.argsErr != nil:
 			c.err = c.argsErr
 		default:
-			c.result, c.err = t.Run(ctx, c.parsed)
+			c.result, c.err = runTool(ctx, t, c.parsed)
 		}
 	}()
 }
 
-// toolOutcome is c's result as the API reports it and as the model sees it.
-func (r *run) toolOutcome(c *call) (api.ToolResult, model.Message) {
-	msg := model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name}
-	tr := api.ToolResult{ToolCallID: c.id, ToolName: c.name}
-	if c.err == nil {
-		b, err := json.Marshal(c.result)
-		if err != nil {
-			c.err = fmt.Errorf("its result could not be encoded: %w", err)
-		} else {
-			tr.Result = b
-			msg.Content = string(b)
-			return tr, msg
-		}
+// runTool runs t and encodes its result, once, for the API, the model and
+// the span alike. A result that cannot be encoded fails the call.
+func runTool(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage, error) {
+	v, err := t.Run(ctx, args)
+	if err != nil {
+		return nil, err
 	}
-	// The model is told the call failed, in the same shape the API reports.
-	b, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("%s failed: %s", c.name, c.err)})
-	tr.Result, tr.IsError = b, true
-	msg.Content, msg.IsError = string(b), true
-	return tr, msg
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("its result could not be encoded: %w", err)
+	}
+	return b, nil
+}
+
+// failure is the message of a failed call, as the API reports it and as
+// the model is told.
+func (c *call) failure() string { return fmt.Sprintf("%s failed: %s", c.name, c.err) }
+
+// toolOutcome is c's result as the API reports it and as the model sees it.
+func toolOutcome(c *call) (api.ToolResult, model.Message) {
+	tr := api.ToolResult{ToolCallID: c.id, ToolName: c.name, Result: c.result}
+	if c.err != nil {
+		// The model is told the call failed, in the same shape the API reports.
+		tr.Result, _ = json.Marshal(map[string]string{"error": c.failure()})
+		tr.IsError = true
+	}
+	return tr, model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name, Content: string(tr.Result), IsError: tr.IsError}
 }
 
 func providerMetadata(provider string, m map[string]any) map[string]any {

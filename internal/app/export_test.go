@@ -92,7 +92,7 @@ func TestSpansExportOverOTLP(t *testing.T) {
 				t.Fatalf("protocol %q, %v", got, err)
 			}
 			svc := apptest.Start(t, func(cfg *app.Config) { cfg.OTLPProtocol = got })
-			_, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
+			_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 			id := decode(t, body).TraceID
 			if err := svc.App.Close(); err != nil {
 				t.Fatal(err)

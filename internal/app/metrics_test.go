@@ -17,10 +17,10 @@ import (
 // and a stream, as Prometheus would.
 func TestMetricsAfterRuns(t *testing.T) {
 	svc := apptest.Start(t, nil)
-	post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
-	post(t, svc, generatePath, ask("What's the weather in Atlantis?"), nil)
-	post(t, svc, streamPath, ask("How do I start my day well?"), nil)
-	post(t, svc, generatePath, `{"messages":[]}`, nil)
+	svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
+	svc.Post(t, generatePath, ask("What's the weather in Atlantis?"))
+	svc.Post(t, streamPath, ask("How do I start my day well?"))
+	svc.Post(t, generatePath, `{"messages":[]}`)
 
 	res, body := svc.Do(t, http.MethodGet, "/metrics", "")
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
@@ -92,7 +92,7 @@ func TestLogLines(t *testing.T) {
 	var logs lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	svc := apptest.StartLogged(t, log, nil)
-	_, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
+	_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 	traceID := decode(t, body).TraceID
 
 	var request, run map[string]any

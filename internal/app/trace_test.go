@@ -2,11 +2,8 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/telemetry/telemetrytest"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -46,29 +44,6 @@ func tracedService(t *testing.T, configure func(*app.Config)) (*apptest.Service,
 	return svc, exp
 }
 
-// post sends body to path with header and returns the response and its body.
-func post(t *testing.T, svc *apptest.Service, path, body string, header http.Header) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, svc.URL+path, bytes.NewBufferString(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, b
-}
-
 // spansOf returns the spans of trace id, once its server span has ended:
 // the server span may end just after the client has read the response.
 func spansOf(t *testing.T, exp *tracetest.InMemoryExporter, id string) tracetest.SpanStubs {
@@ -93,54 +68,6 @@ func spansOf(t *testing.T, exp *tracetest.InMemoryExporter, id string) tracetest
 	}
 }
 
-func attrs(s tracetest.SpanStub) map[attribute.Key]attribute.Value {
-	m := map[attribute.Key]attribute.Value{}
-	for _, kv := range s.Attributes {
-		m[kv.Key] = kv.Value
-	}
-	return m
-}
-
-// tree renders spans as indented "name (kind)" lines with error statuses,
-// children in start order (tools of one step by call id), from the roots of
-// the trace: spans whose parent is not among them.
-func tree(spans tracetest.SpanStubs) string {
-	have := map[trace.SpanID]bool{}
-	children := map[trace.SpanID][]tracetest.SpanStub{}
-	for _, s := range spans {
-		have[s.SpanContext.SpanID()] = true
-	}
-	var roots []tracetest.SpanStub
-	for _, s := range spans {
-		if have[s.Parent.SpanID()] {
-			children[s.Parent.SpanID()] = append(children[s.Parent.SpanID()], s)
-		} else {
-			roots = append(roots, s)
-		}
-	}
-	var b strings.Builder
-	var walk func(list []tracetest.SpanStub, depth int)
-	walk = func(list []tracetest.SpanStub, depth int) {
-		sort.SliceStable(list, func(i, j int) bool {
-			ci, cj := attrs(list[i])["gen_ai.tool.call.id"].AsString(), attrs(list[j])["gen_ai.tool.call.id"].AsString()
-			if ci != "" && cj != "" {
-				return ci < cj
-			}
-			return list[i].StartTime.Before(list[j].StartTime)
-		})
-		for _, s := range list {
-			b.WriteString(strings.Repeat("  ", depth) + s.Name + " (" + s.SpanKind.String() + ")")
-			if s.Status.Code == codes.Error {
-				b.WriteString(" [error: " + s.Status.Description + "]")
-			}
-			b.WriteString("\n")
-			walk(children[s.SpanContext.SpanID()], depth+1)
-		}
-	}
-	walk(roots, 0)
-	return b.String()
-}
-
 func named(t *testing.T, spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
 	t.Helper()
 	var out []tracetest.SpanStub
@@ -158,7 +85,7 @@ func named(t *testing.T, spans tracetest.SpanStubs, name string) []tracetest.Spa
 // wantAttrs fails unless s has every attribute of want, with its value.
 func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]any) {
 	t.Helper()
-	got := attrs(s)
+	got := telemetrytest.Attrs(s)
 	for k, w := range want {
 		v, ok := got[attribute.Key(k)]
 		if !ok {
@@ -210,7 +137,7 @@ func decode(t *testing.T, b []byte) generated {
 func TestTraceOfAWeatherRun(t *testing.T) {
 	svc, exp := tracedService(t, nil)
 	const caller = "4bf92f3577b34da6a3ce929d0e0e4736"
-	res, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"),
+	res, body := svc.DoHeader(t, http.MethodPost, generatePath, ask("What's the weather in Berlin?"),
 		http.Header{"Traceparent": {"00-" + caller + "-00f067aa0ba902b7-01"}})
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
@@ -233,7 +160,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
     step (internal)
       chat fake (client)
 `
-	got := tree(spans)
+	got := telemetrytest.Tree(spans)
 	if got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
@@ -260,7 +187,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
 		"gen_ai.response.model": "fake", "gen_ai.response.finish_reasons": []string{"tool_calls"},
 	})
 	for _, c := range chats {
-		a := attrs(c)
+		a := telemetrytest.Attrs(c)
 		if a["gen_ai.usage.input_tokens"].AsInt64() <= 0 || a["gen_ai.usage.output_tokens"].AsInt64() <= 0 || a["gen_ai.response.id"].AsString() == "" {
 			t.Errorf("chat span without usage or response id: %v", a)
 		}
@@ -286,7 +213,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
 // traceId is its id.
 func TestTraceOfAPlainReply(t *testing.T) {
 	svc, exp := tracedService(t, nil)
-	res, body := post(t, svc, generatePath, ask("How do I start my day well?"), nil)
+	res, body := svc.Post(t, generatePath, ask("How do I start my day well?"))
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
@@ -297,7 +224,7 @@ func TestTraceOfAPlainReply(t *testing.T) {
     step (internal)
       chat fake (client)
 `
-	if got := tree(spans); got != want {
+	if got := telemetrytest.Tree(spans); got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
 	if p := named(t, spans, "POST /api/agents/{agentId}/generate")[0].Parent; p.IsValid() {
@@ -309,7 +236,7 @@ func TestTraceOfAPlainReply(t *testing.T) {
 // the run goes on and ends well.
 func TestTraceOfAToolError(t *testing.T) {
 	svc, exp := tracedService(t, nil)
-	res, body := post(t, svc, streamPath, ask("What's the weather in Errorville?"), nil)
+	res, body := svc.Post(t, streamPath, ask("What's the weather in Errorville?"))
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
@@ -334,7 +261,7 @@ func TestTraceOfAToolError(t *testing.T) {
     step (internal)
       chat fake (client)
 `
-	if got := tree(spans); got != want {
+	if got := telemetrytest.Tree(spans); got != want {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
 	wantAttrs(t, named(t, spans, "execute_tool weatherTool")[0], map[string]any{"error.type": "tool_error"})
@@ -344,15 +271,15 @@ func TestTraceOfAToolError(t *testing.T) {
 // carry the conversation, the arguments and the result.
 func TestTraceContentSetting(t *testing.T) {
 	svc, exp := tracedService(t, func(c *app.Config) { c.TraceContent = true })
-	_, body := post(t, svc, generatePath, ask("What's the weather in Berlin?"), nil)
+	_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 	spans := spansOf(t, exp, decode(t, body).TraceID)
-	chat := attrs(named(t, spans, "chat fake")[0])
+	chat := telemetrytest.Attrs(named(t, spans, "chat fake")[0])
 	if !strings.Contains(chat["gen_ai.input.messages"].AsString(), "What's the weather in Berlin?") ||
 		!strings.Contains(chat["gen_ai.output.messages"].AsString(), `"type":"tool_call"`) ||
 		!strings.Contains(chat["gen_ai.system_instructions"].AsString(), "guru") {
 		t.Fatalf("chat span contents %v", chat)
 	}
-	tool := attrs(named(t, spans, "execute_tool weatherTool")[0])
+	tool := telemetrytest.Attrs(named(t, spans, "execute_tool weatherTool")[0])
 	if tool["gen_ai.tool.call.arguments"].AsString() != `{"location":"Berlin"}` || !strings.Contains(tool["gen_ai.tool.call.result"].AsString(), `"temperature"`) {
 		t.Fatalf("tool span contents %v", tool)
 	}
@@ -363,11 +290,11 @@ func TestTraceContentSetting(t *testing.T) {
 func TestTraceIDWithoutExport(t *testing.T) {
 	svc := apptest.Start(t, nil)
 	const caller = "0af7651916cd43dd8448eb211c80319c"
-	_, body := post(t, svc, generatePath, ask("Hi"), http.Header{"Traceparent": {"00-" + caller + "-b7ad6b7169203331-01"}})
+	_, body := svc.DoHeader(t, http.MethodPost, generatePath, ask("Hi"), http.Header{"Traceparent": {"00-" + caller + "-b7ad6b7169203331-01"}})
 	if g := decode(t, body); g.TraceID != caller || g.Steps[0].TraceID != caller {
 		t.Fatalf("traceId %s, step %s; want %s", g.TraceID, g.Steps[0].TraceID, caller)
 	}
-	_, body = post(t, svc, generatePath, ask("Hi"), nil)
+	_, body = svc.Post(t, generatePath, ask("Hi"))
 	if id := decode(t, body).TraceID; len(id) != 32 || id == caller || strings.Trim(id, "0") == "" {
 		t.Fatalf("traceId %q", id)
 	}

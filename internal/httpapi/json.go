@@ -3,31 +3,31 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 )
 
-// marshal encodes v as JSON without escaping <, > and &: the API speaks to
-// programs, not to HTML pages, and text reads better unescaped.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+// newEncoder encodes JSON to w without escaping <, > and &: the API speaks
+// to programs, not to HTML pages, and text reads better unescaped. Encode
+// ends each value with a newline.
+func newEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return enc
 }
 
-// writeJSON writes v as the response body with status.
+// writeJSON writes v as the response body with status, ending in a newline.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := newEncoder(&buf).Encode(v); err != nil {
 		// Only a bug gets here: the API's types always encode.
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal server error: the response could not be encoded"}`)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"internal server error: the response could not be encoded"}` + "\n")
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }

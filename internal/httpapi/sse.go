@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -19,10 +21,12 @@ import (
 // run-finish) are held too while nothing has been sent, for the same reason.
 type eventWriter struct {
 	w       http.ResponseWriter
-	r       *http.Request
 	session *sse.Session
-	held    []api.Event
-	runID   string
+	// buf and enc encode each event, reused from one to the next.
+	buf   bytes.Buffer
+	enc   *json.Encoder
+	held  []api.Event
+	runID string
 	// committed is set once headers are out: errors must go in-band.
 	committed bool
 	// finished is set once a run-finish went out.
@@ -37,7 +41,9 @@ func newEventWriter(w http.ResponseWriter, r *http.Request) (*eventWriter, error
 	if err != nil {
 		return nil, fmt.Errorf("streaming is not supported by this connection: %w", err)
 	}
-	return &eventWriter{w: w, r: r, session: s}, nil
+	e := &eventWriter{w: w, session: s}
+	e.enc = newEncoder(&e.buf)
+	return e, nil
 }
 
 // Emit is the run's agent.Emit.
@@ -80,12 +86,12 @@ func (e *eventWriter) commit() error {
 }
 
 func (e *eventWriter) write(ev api.Event) error {
-	b, err := marshal(ev)
-	if err != nil {
+	e.buf.Reset()
+	if err := e.enc.Encode(ev); err != nil {
 		return fmt.Errorf("encoding %s event: %w", ev.Type, err)
 	}
 	var m sse.Message
-	m.AppendData(string(b))
+	m.AppendData(string(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))))
 	if err := e.session.Send(&m); err != nil {
 		return err
 	}

@@ -68,6 +68,16 @@ func newMetrics(t *testing.T) (*telemetry.Metrics, func(names ...string) string)
 	}
 }
 
+// wantSeries fails the test for each series line of want that got lacks.
+func wantSeries(t *testing.T, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w+"\n") {
+			t.Errorf("missing %s in\n%s", w, got)
+		}
+	}
+}
+
 func trimFloat(f float64) string {
 	b, _ := json.Marshal(f)
 	return string(b)
@@ -94,7 +104,7 @@ func TestMetricsOfRuns(t *testing.T) {
 
 	got := show("companion_runs_total", "companion_tokens_total", "companion_model_calls_total", "companion_tool_calls_total",
 		"companion_run_steps", "companion_model_call_duration_seconds", "companion_tool_call_duration_seconds")
-	wantLines := []string{
+	wantSeries(t, got,
 		"companion_runs_total{finish_reason=error,model=fake,personality=guru,provider=fake} 1",
 		"companion_runs_total{finish_reason=other,model=fake,personality=guru,provider=fake} 1",
 		"companion_tokens_total{model=fake,personality=guru,provider=fake,type=input} 100",
@@ -108,12 +118,7 @@ func TestMetricsOfRuns(t *testing.T) {
 		"companion_run_steps{model=fake,provider=fake} count=2",
 		"companion_model_call_duration_seconds{model=fake,provider=fake} count=2",
 		"companion_tool_call_duration_seconds{outcome=error,tool=weatherTool} count=1",
-	}
-	for _, w := range wantLines {
-		if !strings.Contains(got, w+"\n") {
-			t.Errorf("missing %s in\n%s", w, got)
-		}
-	}
+	)
 	if got := show("companion_runs_in_flight"); got != "companion_runs_in_flight{} 0\n" {
 		t.Fatalf("in flight: %s", got)
 	}
@@ -123,16 +128,12 @@ func TestKnownSeriesStartAtZero(t *testing.T) {
 	m, show := newMetrics(t)
 	m.Known("cohere", "command-r", "weatherTool", "clockTool")
 	got := show("companion_model_calls_total", "companion_tool_calls_total")
-	for _, w := range []string{
+	wantSeries(t, got,
 		"companion_model_calls_total{model=command-r,outcome=error,provider=cohere} 0",
 		"companion_model_calls_total{model=command-r,outcome=ok,provider=cohere} 0",
 		"companion_tool_calls_total{outcome=error,tool=clockTool} 0",
 		"companion_tool_calls_total{outcome=ok,tool=weatherTool} 0",
-	} {
-		if !strings.Contains(got, w+"\n") {
-			t.Errorf("missing %s in\n%s", w, got)
-		}
-	}
+	)
 }
 
 func TestHTTPMetrics(t *testing.T) {
@@ -147,7 +148,7 @@ func TestHTTPMetrics(t *testing.T) {
 	m.StreamFirstText(6 * time.Millisecond)
 	got := show("companion_http_requests_total", "companion_http_request_duration_seconds", "companion_streams_open",
 		"companion_stream_time_to_first_event_seconds", "companion_stream_time_to_first_text_seconds")
-	for _, w := range []string{
+	wantSeries(t, got,
 		"companion_http_requests_total{code=200,method=POST,route=/api/agents/{agentId}/generate} 1",
 		"companion_http_requests_total{code=400,method=POST,route=/api/agents/{agentId}/generate} 1",
 		"companion_http_requests_total{code=405,method=_OTHER,route=unmatched} 1",
@@ -155,11 +156,7 @@ func TestHTTPMetrics(t *testing.T) {
 		"companion_streams_open{} 1",
 		"companion_stream_time_to_first_event_seconds{} count=1",
 		"companion_stream_time_to_first_text_seconds{} count=1",
-	} {
-		if !strings.Contains(got, w+"\n") {
-			t.Errorf("missing %s in\n%s", w, got)
-		}
-	}
+	)
 }
 
 // TestMetricNamesFollowConventions runs promlint, Prometheus's own checker

@@ -65,12 +65,22 @@ func (s *Service) Post(t testing.TB, path, body string) (*http.Response, []byte)
 // Do sends a request and returns the response with its body read.
 func (s *Service) Do(t testing.TB, method, path, body string) (*http.Response, []byte) {
 	t.Helper()
+	return s.DoHeader(t, method, path, body, nil)
+}
+
+// DoHeader is Do with the fields of header added to the request's (a
+// traceparent, say).
+func (s *Service) DoHeader(t testing.TB, method, path, body string, header http.Header) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), method, s.URL+path, bytes.NewBufferString(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
