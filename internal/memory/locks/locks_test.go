@@ -3,6 +3,7 @@ package locks_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +20,11 @@ func TestWaitersTakeTurnsInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	order := make(chan int, 5)
+	var released sync.WaitGroup
 	for i := range 5 {
+		released.Add(1)
 		go func() {
+			defer released.Done()
 			r, err := s.Acquire(ctx, "k", 10*time.Second)
 			if err != nil {
 				t.Error(err)
@@ -38,7 +42,9 @@ func TestWaitersTakeTurnsInOrder(t *testing.T) {
 			t.Fatalf("waiter %d served before waiter %d", got, want)
 		}
 	}
-	// All released: the entry is gone and the key is free at once.
+	// All released: the entry is gone and the key is free at once. The
+	// last waiter reports its turn before it releases, so wait for that.
+	released.Wait()
 	r, err := s.Acquire(ctx, "k", 0)
 	if err != nil {
 		t.Fatal(err)
