@@ -109,9 +109,9 @@ func Defaults() Config {
 		MaxSteps:            agent.DefaultMaxSteps,
 		MaxBodyBytes:        httpapi.DefaultMaxBodyBytes,
 		ShutdownGrace:       10 * time.Second,
-		WeatherGeocodingURL: "https://geocoding-api.open-meteo.com",
-		WeatherForecastURL:  "https://api.open-meteo.com",
-		WeatherTimeout:      10 * time.Second,
+		WeatherGeocodingURL: weather.DefaultGeocodingURL,
+		WeatherForecastURL:  weather.DefaultForecastURL,
+		WeatherTimeout:      weather.DefaultTimeout,
 		DatabaseURL:         DefaultDatabaseURL,
 		HistoryWindow:       memory.DefaultWindow,
 		LockWait:            memory.DefaultLockWait,
@@ -311,6 +311,9 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		if cfg.CohereAPIKey == "" {
 			return nil, fmt.Errorf("model %q needs a Cohere API key: set CO_API_KEY", spec)
 		}
+		if base == "" {
+			base = cohere.DefaultBaseURL
+		}
 		keyVar = "CO_API_KEY"
 		m, err = cohere.New(cohere.Config{Model: name, APIKey: string(cfg.CohereAPIKey), BaseURL: base, HTTPClient: client})
 	case prefix == "openai" && name != "":
@@ -352,9 +355,6 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	key := "none"
 	if keyVar != "" {
 		key = "set from " + keyVar
-	}
-	if base == "" {
-		base = cohere.DefaultBaseURL
 	}
 	log.Info("model", slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redactURL(base)),
 		slog.String("api_key", key), slog.String("timeout", p.CallTimeout.String()), slog.String("first_token_timeout", p.FirstTokenTimeout.String()),
