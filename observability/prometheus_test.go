@@ -1,7 +1,6 @@
 package observability_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,11 +17,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // prometheusTools returns the paths of prometheus and promtool. When they
@@ -65,24 +64,6 @@ func TestPromtool(t *testing.T) {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-}
-
-// lockedBuffer collects a child process's output for failure messages.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // freeAddr is a loopback address with a port nothing listens on.
@@ -290,7 +271,7 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	cmd := exec.CommandContext(ctx, prometheus, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = &logs, &logs

@@ -1,16 +1,15 @@
 package app_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // TestMetricsAfterRuns scrapes /metrics after a weather run, a tool error
@@ -59,24 +58,11 @@ func TestMetricsAfterRuns(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination safe for the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
+// logLines decodes the JSON log lines written to b.
+func logLines(t *testing.T, b *testkit.Buffer) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(b.buf.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line %q: %v", l, err)
@@ -89,7 +75,7 @@ func (b *lockedBuffer) lines(t *testing.T) []map[string]any {
 // TestLogLines: one request line and one run line, both naming the trace;
 // neither holds what the user said.
 func TestLogLines(t *testing.T) {
-	var logs lockedBuffer
+	var logs testkit.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	svc := apptest.StartLogged(t, log, nil)
 	_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
@@ -99,7 +85,7 @@ func TestLogLines(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for request == nil && time.Now().Before(deadline) {
 		// The request line is written once the handler has returned.
-		for _, l := range logs.lines(t) {
+		for _, l := range logLines(t, &logs) {
 			switch l["msg"] {
 			case "request":
 				request = l
@@ -128,9 +114,7 @@ func TestLogLines(t *testing.T) {
 	if run["span_id"] == request["span_id"] {
 		t.Errorf("the run line names the server span, not the run's")
 	}
-	logs.mu.Lock()
-	all := logs.buf.String()
-	logs.mu.Unlock()
+	all := logs.String()
 	if strings.Contains(all, "weather in Berlin") || strings.Contains(all, "temperature") {
 		t.Errorf("the log holds message contents:\n%s", all)
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/model"
-	_ "github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 const (
@@ -209,26 +208,8 @@ func post(t *testing.T, url, b string) (*http.Response, string) {
 	return res, string(out)
 }
 
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestInternalErrorsStayInTheLog(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, nil))
 	secret := "database password is hunter2"
 	tests := []struct {
