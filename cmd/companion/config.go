@@ -88,7 +88,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	num(&cfg.MaxSteps, setting{"max-steps", "COMPANION_MAX_STEPS", "most model calls in one run"}, def.MaxSteps)
 	num(&cfg.MaxOutputTokens, setting{"max-output-tokens", "COMPANION_MAX_OUTPUT_TOKENS", "cap on tokens per model call, 0 for the model's own"}, 0)
 	var maxBody int
-	num(&maxBody, setting{"max-body-bytes", "COMPANION_MAX_BODY_BYTES", "largest request body accepted"}, int(def.MaxBodyBytes))
+	num(&maxBody, setting{"max-body-bytes", "COMPANION_MAX_BODY_BYTES", "largest request body accepted"}, int(def.Limits.MaxBodyBytes))
 	dur(&cfg.ShutdownGrace, setting{"shutdown-grace", "COMPANION_SHUTDOWN_GRACE", "how long in-flight runs may finish after SIGINT or SIGTERM"}, def.ShutdownGrace)
 	var level string
 	str(&level, setting{"log-level", "COMPANION_LOG_LEVEL", "debug, info, warn or error"}, "info")
@@ -119,7 +119,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		fmt.Fprintf(stderr, "companion serve: unexpected argument %q\n", fs.Arg(0))
 		return cfg, logLevel, errUsage
 	}
-	cfg.MaxBodyBytes = int64(maxBody)
+	cfg.Limits.MaxBodyBytes = int64(maxBody)
 	// Keys come from the providers' usual variables, never from flags: a
 	// flag would show in the process list.
 	cfg.CohereAPIKey = app.Secret(getenv("CO_API_KEY"))
@@ -134,7 +134,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	}{
 		{cfg.MaxSteps < 1, "max steps must be at least 1"},
 		{cfg.MaxOutputTokens < 0, "max output tokens must not be negative"},
-		{cfg.MaxBodyBytes < 1024, "max body bytes must be at least 1024"},
+		{cfg.Limits.MaxBodyBytes < 1024, "max body bytes must be at least 1024"},
 		{cfg.ShutdownGrace < 0 || cfg.WeatherTimeout <= 0, "shutdown grace must not be negative and the weather timeout must be positive"},
 		{cfg.ModelTimeout <= 0 || cfg.ModelFirstTokenTimeout <= 0 || cfg.ModelRetryDelay <= 0 || cfg.ModelRetryBudget < 0, "the model timeouts and retry delay must be positive, the retry budget not negative"},
 		{cfg.ModelMaxRetries < 0 || cfg.ModelMaxRetries > 10, "model max retries must be from 0 to 10"},

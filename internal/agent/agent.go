@@ -142,7 +142,14 @@ type RunError struct {
 	// Message is safe to show to a client.
 	Message string
 	Err     error
+	// Usage counts the tokens the run used before it failed.
+	Usage api.Usage
 }
+
+// ErrRunTimeout is the cause of a run context that ended because the run
+// took longer than it may (context.WithTimeoutCause): the run then fails
+// with code RUN_TIMEOUT rather than CANCELLED.
+var ErrRunTimeout = errors.New("the run took longer than the longest a run may take")
 
 func (e *RunError) Error() string { return e.Message + ": " + e.Err.Error() }
 func (e *RunError) Unwrap() error { return e.Err }
@@ -271,9 +278,11 @@ func (r *run) fail(ctx context.Context, err error) error {
 		return r.emitErr
 	}
 	r.finish = api.FinishError
-	re := &RunError{Code: api.CodeInternal, Message: "the run failed inside the service", Err: err}
+	re := &RunError{Code: api.CodeInternal, Message: "the run failed inside the service", Err: err, Usage: r.total}
 	var me *model.Error
 	switch {
+	case errors.Is(context.Cause(ctx), ErrRunTimeout):
+		re.Code, re.Message = api.CodeRunTimeout, "the run took longer than the longest a run may take, and was stopped"
 	case ctx.Err() != nil:
 		re.Code, re.Message = api.CodeCancelled, "the run was cancelled before it finished"
 	case errors.As(err, &me):

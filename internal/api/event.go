@@ -23,6 +23,9 @@ const (
 	CodeModelError = "MODEL_ERROR"
 	// CodeCancelled: the run was stopped because the server is shutting down.
 	CodeCancelled = "CANCELLED"
+	// CodeRunTimeout: the run took longer than the service allows a run
+	// (-max-run-duration); the run ends.
+	CodeRunTimeout = "RUN_TIMEOUT"
 	// CodeInternal: an unexpected failure inside the service; the run ends.
 	CodeInternal = "INTERNAL_ERROR"
 )

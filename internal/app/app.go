@@ -41,8 +41,16 @@ type Config struct {
 	Model           string
 	MaxSteps        int
 	MaxOutputTokens int
-	MaxBodyBytes    int64
-	ShutdownGrace   time.Duration
+	// Limits bound what one request may ask (body, messages, ids, streams,
+	// run duration, body read time).
+	Limits        httpapi.Limits
+	ShutdownGrace time.Duration
+	// ShutdownDelay is how long /ready answers 503 at the start of a
+	// shutdown while the listener still serves, so that a load balancer
+	// stops sending requests before it closes.
+	ShutdownDelay time.Duration
+	// MaxHeaderBytes caps a request's headers.
+	MaxHeaderBytes int
 
 	WeatherGeocodingURL string
 	WeatherForecastURL  string
@@ -107,7 +115,8 @@ func Defaults() Config {
 	return Config{
 		Addr:                "127.0.0.1:4111",
 		MaxSteps:            agent.DefaultMaxSteps,
-		MaxBodyBytes:        httpapi.DefaultMaxBodyBytes,
+		Limits:              httpapi.DefaultLimits(),
+		MaxHeaderBytes:      DefaultMaxHeaderBytes,
 		ShutdownGrace:       10 * time.Second,
 		WeatherGeocodingURL: weather.DefaultGeocodingURL,
 		WeatherForecastURL:  weather.DefaultForecastURL,
@@ -123,6 +132,10 @@ func Defaults() Config {
 		ModelRetryBudget:       p.RetryBudget,
 	}
 }
+
+// DefaultMaxHeaderBytes caps a request's headers: room for a large token,
+// far below net/http's 1 MiB.
+const DefaultMaxHeaderBytes = 64 << 10
 
 // DefaultDatabaseURL is a SQLite file under ./data/, relative to the
 // working directory.
@@ -212,7 +225,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 			Threads:        mem,
 			Ready:          mem.Ping,
 			Logger:         log,
-			MaxBodyBytes:   cfg.MaxBodyBytes,
+			Limits:         cfg.Limits,
 			TracerProvider: tp,
 			// The caller's W3C traceparent, explicitly: no global propagator.
 			Propagator: propagation.TraceContext{},
@@ -383,6 +396,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),

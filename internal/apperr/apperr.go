@@ -6,6 +6,7 @@ package apperr
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code says who is at fault and what the caller can do.
@@ -14,6 +15,9 @@ type Code string
 // The codes.
 const (
 	Invalid          Code = "invalid"            // the request is wrong
+	Unauthenticated  Code = "unauthenticated"    // no valid credential came with it
+	UnsupportedMedia Code = "unsupported_media"  // the body is not of a type the route takes
+	SlowRequest      Code = "slow_request"       // the body did not arrive in time
 	TooLarge         Code = "too_large"          // the request is too big
 	NotFound         Code = "not_found"          // what it names does not exist
 	MethodNotAllowed Code = "method_not_allowed" // the route exists, the method does not
@@ -32,6 +36,9 @@ type Error struct {
 	Message string
 	// Err is the cause; it is logged, never sent to a client.
 	Err error
+	// RetryAfter, when positive, tells the client when to try again (a
+	// Retry-After header over HTTP).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -51,6 +58,12 @@ func New(c Code, format string, args ...any) *Error {
 // Wrap returns an error with code c, a message, and cause err.
 func Wrap(c Code, err error, format string, args ...any) *Error {
 	return &Error{Code: c, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// After returns e with RetryAfter set to d.
+func (e *Error) After(d time.Duration) *Error {
+	e.RetryAfter = d
+	return e
 }
 
 // CodeOf is err's code: Internal unless err is or wraps an *Error.

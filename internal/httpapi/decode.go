@@ -4,36 +4,60 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"reflect"
 	"strings"
+	"time"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/apperr"
 )
 
-// Limits on identifiers; bodies are capped by Config.MaxBodyBytes.
-const maxIDLen = 256
-
-// readBody reads the request body, refusing one larger than max.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+// readBody reads the request body, refusing one larger than the limit or
+// one that does not arrive within the body read timeout: a client that
+// trickles its body byte by byte must not hold a connection for ever.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	lim := s.cfg.Limits
+	rc := http.NewResponseController(w)
+	// Not every writer supports deadlines (a test recorder does not); the
+	// server's does.
+	deadline := rc.SetReadDeadline(time.Now().Add(lim.BodyReadTimeout)) == nil
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim.MaxBodyBytes))
+	if deadline {
+		// The rest of the exchange (a long stream) has no read deadline.
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return nil, apperr.New(apperr.TooLarge, "request body is larger than %d bytes", max)
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, apperr.New(apperr.TooLarge, "request body is larger than %d bytes, the limit (-max-body-bytes)", lim.MaxBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			return nil, apperr.Wrap(apperr.SlowRequest, err, "request body did not arrive within %s, the limit (-body-read-timeout)", lim.BodyReadTimeout)
 		}
 		return nil, apperr.Wrap(apperr.Invalid, err, "request body could not be read")
 	}
 	return body, nil
 }
 
-// decodeJSON decodes body into v with messages that name the field at fault.
-func decodeJSON(body []byte, v any) error {
+// decodeJSON decodes body into v with messages that name the field at
+// fault. The body is checked strictly first (see checkStrict) against
+// shape, the type it stands for, or v's own type when shape is nil.
+func decodeJSON(body []byte, v any, shape reflect.Type) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return apperr.New(apperr.Invalid, "request body is empty: send a JSON object")
+	}
+	if shape == nil {
+		shape = reflect.TypeOf(v)
+	}
+	if err := checkStrict(trimmed, shape); err != nil && !errors.Is(err, errSyntax) {
+		return err
 	}
 	err := json.Unmarshal(trimmed, v)
 	if err == nil {
@@ -84,13 +108,13 @@ func article(kind string) string {
 }
 
 // decodeRun reads and validates a generate or stream request.
-func decodeRun(body []byte) (agent.Input, error) {
+func decodeRun(body []byte, lim Limits) (agent.Input, error) {
 	// Messages are decoded one by one so an error can say which one.
 	var wire struct {
 		api.GenerateRequest
 		Messages json.RawMessage `json:"messages"`
 	}
-	if err := decodeJSON(body, &wire); err != nil {
+	if err := decodeJSON(body, &wire, reflect.TypeFor[api.GenerateRequest]()); err != nil {
 		return agent.Input{}, err
 	}
 	req := wire.GenerateRequest
@@ -99,6 +123,9 @@ func decodeRun(body []byte) (agent.Input, error) {
 		if err := json.Unmarshal(wire.Messages, &raws); err != nil {
 			return agent.Input{}, apperr.New(apperr.Invalid, `messages must be an array of messages, e.g. [{"role": "user", "content": "Hello"}]`)
 		}
+		if len(raws) > lim.MaxMessages {
+			return agent.Input{}, apperr.New(apperr.Invalid, "messages holds %d messages, more than the limit of %d (-max-messages): send only the new ones, the thread keeps the rest", len(raws), lim.MaxMessages)
+		}
 		req.Messages = make([]api.Message, len(raws))
 		for i, raw := range raws {
 			if err := json.Unmarshal(raw, &req.Messages[i]); err != nil {
@@ -106,10 +133,10 @@ func decodeRun(body []byte) (agent.Input, error) {
 			}
 		}
 	}
-	return validateRun(req)
+	return validateRun(req, lim)
 }
 
-func validateRun(req api.GenerateRequest) (agent.Input, error) {
+func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 	in := agent.Input{
 		ThreadID:   strings.TrimSpace(req.ThreadID),
 		ResourceID: strings.TrimSpace(req.ResourceID),
@@ -118,11 +145,11 @@ func validateRun(req api.GenerateRequest) (agent.Input, error) {
 	if in.ThreadID == "" {
 		return in, apperr.New(apperr.Invalid, `threadId is required: name the conversation thread, e.g. "threadId": "thread-1"`)
 	}
-	if len(in.ThreadID) > maxIDLen {
-		return in, apperr.New(apperr.Invalid, "threadId is longer than %d bytes", maxIDLen)
+	if err := idLimit("threadId", in.ThreadID, lim); err != nil {
+		return in, err
 	}
-	if len(in.ResourceID) > maxIDLen {
-		return in, apperr.New(apperr.Invalid, "resourceId is longer than %d bytes", maxIDLen)
+	if err := idLimit("resourceId", in.ResourceID, lim); err != nil {
+		return in, err
 	}
 	if len(req.Messages) == 0 {
 		return in, apperr.New(apperr.Invalid, `messages is required: send at least one message, e.g. [{"role": "user", "content": "Hello"}]`)
@@ -141,8 +168,11 @@ func validateRun(req api.GenerateRequest) (agent.Input, error) {
 		if strings.TrimSpace(m.Content) == "" {
 			return in, apperr.New(apperr.Invalid, "messages[%d].content is required and must not be empty", i)
 		}
-		if len(m.ID) > maxIDLen {
-			return in, apperr.New(apperr.Invalid, "messages[%d].id is longer than %d bytes", i, maxIDLen)
+		if len(m.Content) > lim.MaxMessageBytes {
+			return in, apperr.New(apperr.Invalid, "messages[%d].content is %d bytes, more than the limit of %d (-max-message-bytes)", i, len(m.Content), lim.MaxMessageBytes)
+		}
+		if err := idLimit(fmt.Sprintf("messages[%d].id", i), m.ID, lim); err != nil {
+			return in, err
 		}
 	}
 	if users == 0 {
@@ -174,6 +204,14 @@ func validateRun(req api.GenerateRequest) (agent.Input, error) {
 		in.MaxOutputTokens = req.ModelSettings.MaxOutputTokens
 	}
 	return in, nil
+}
+
+// idLimit refuses an identifier longer than the limit.
+func idLimit(field, id string, lim Limits) error {
+	if len(id) > lim.MaxIDBytes {
+		return apperr.New(apperr.Invalid, "%s is longer than %d bytes, the limit (-max-id-bytes)", field, lim.MaxIDBytes)
+	}
+	return nil
 }
 
 // agentID checks the {agentId} of a route.

@@ -18,6 +18,12 @@ func statusOf(c apperr.Code) int {
 	switch c {
 	case apperr.Invalid:
 		return http.StatusBadRequest
+	case apperr.Unauthenticated:
+		return http.StatusUnauthorized
+	case apperr.UnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case apperr.SlowRequest:
+		return http.StatusRequestTimeout
 	case apperr.TooLarge:
 		return http.StatusRequestEntityTooLarge
 	case apperr.NotFound:
@@ -59,8 +65,11 @@ func classify(err error) *apperr.Error {
 		return apperr.Wrap(apperr.Upstream, err, "%s", msg)
 	}
 	var re *agent.RunError
-	if errors.As(err, &re) && re.Code == api.CodeCancelled {
+	switch {
+	case errors.As(err, &re) && re.Code == api.CodeCancelled:
 		return apperr.Wrap(apperr.Unavailable, err, "the run was cancelled before it finished: the server is shutting down or the request was withdrawn")
+	case errors.As(err, &re) && re.Code == api.CodeRunTimeout:
+		return apperr.Wrap(apperr.Timeout, err, "the run took longer than the longest a run may take (-max-run-duration), and was stopped")
 	}
 	return apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
 }
@@ -83,6 +92,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	// A provider that asked us to wait asks the client the same.
 	if me := (*model.Error)(nil); errors.As(err, &me) && me.RetryAfter > 0 && status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(me.RetryAfter.Seconds()))))
+	}
+	if ae.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.RetryAfter.Seconds()))))
 	}
 	writeJSON(w, status, api.ErrorBody{Error: ae.Message})
 }

@@ -43,11 +43,11 @@ func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent
 	if err := agentID(chi.URLParam(r, "agentId")); err != nil {
 		return agent.Input{}, err
 	}
-	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return agent.Input{}, err
 	}
-	return decodeRun(body)
+	return decodeRun(body, s.cfg.Limits)
 }
 
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run
@@ -59,7 +59,9 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		res, err := s.cfg.Runner.Run(r.Context(), in, nil)
+		ctx, cancel := s.runContext(r)
+		defer cancel()
+		res, err := s.cfg.Runner.Run(ctx, in, nil)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -80,6 +82,12 @@ func (s *Server) handleStream() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		release, err := s.admitStream()
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
 		ew, err := newEventWriter(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -98,7 +106,9 @@ func (s *Server) handleStream() http.HandlerFunc {
 				ew.abort("internal server error: the details are in the server log")
 			}
 		}()
-		_, err = s.cfg.Runner.Run(r.Context(), in, ew.Emit)
+		ctx, cancel := s.runContext(r)
+		defer cancel()
+		_, err = s.cfg.Runner.Run(ctx, in, ew.Emit)
 		switch {
 		case err != nil && !ew.committed:
 			s.writeError(w, r, err)
@@ -110,5 +120,23 @@ func (s *Server) handleStream() http.HandlerFunc {
 				s.log.LogAttrs(r.Context(), levelOf(err), "stream write failed", errAttr(err))
 			}
 		}
+	}
+}
+
+// runContext is the context of a run: the request's, ended after the
+// longest a run may take, with agent.ErrRunTimeout as its cause.
+func (s *Server) runContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(r.Context(), s.cfg.Limits.MaxRunDuration, agent.ErrRunTimeout)
+}
+
+// admitStream takes one of the stream slots, or refuses with 503 and a
+// Retry-After when all are taken. release gives the slot back.
+func (s *Server) admitStream() (release func(), err error) {
+	select {
+	case s.streams <- struct{}{}:
+		return func() { <-s.streams }, nil
+	default:
+		return nil, apperr.New(apperr.Unavailable,
+			"the service has %d streams open, its limit (-max-streams): try again shortly", s.cfg.Limits.MaxStreams).After(time.Second)
 	}
 }

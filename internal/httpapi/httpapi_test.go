@@ -98,9 +98,9 @@ func TestScenarios(t *testing.T) {
 		{name: "negative maxOutputTokens", method: "POST", path: generatePath, status: 400, body: body(`,"modelSettings":{"maxOutputTokens":-5}`),
 			error: `modelSettings.maxOutputTokens must not be negative`},
 		{name: "threadId too long", method: "POST", path: generatePath, status: 400, body: `{"threadId":"` + strings.Repeat("x", 300) + `","messages":[{"role":"user","content":"Hi"}]}`,
-			error: `threadId is longer than 256 bytes`},
+			error: `threadId is longer than 256 bytes, the limit (-max-id-bytes)`},
 		{name: "body too large", method: "POST", path: generatePath, status: 413, body: `{"threadId":"t","messages":[{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}`,
-			error: `request body is larger than 1048576 bytes`},
+			error: `request body is larger than 1048576 bytes, the limit (-max-body-bytes)`},
 		{name: "unknown agent", method: "POST", path: "/api/agents/otherAgent/generate", status: 404, body: body(""),
 			error: `agent "otherAgent" not found: the only agent is companionAgent`},
 		{name: "unknown agent on stream", method: "POST", path: "/api/agents/otherAgent/stream", status: 404, body: body(""),
@@ -353,6 +353,7 @@ func TestClientDisconnectCancelsRun(t *testing.T) {
 	}), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+streamPath, strings.NewReader(body("")))
+	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

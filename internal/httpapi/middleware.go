@@ -3,8 +3,10 @@ package httpapi
 import (
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -88,6 +90,40 @@ func spanMethod(m string) string {
 		return m
 	}
 	return "HTTP"
+}
+
+// requireJSON refuses a request body that is not declared JSON with 415.
+// A browser may send text/plain, form-encoded or multipart bodies to any
+// site without asking first; insisting on application/json makes every
+// cross-site write go through a CORS preflight, which only the allowed
+// origins pass.
+func (s *Server) requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := jsonContentType(r.Header.Values("Content-Type")); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func jsonContentType(values []string) error {
+	const want = `Content-Type must be application/json`
+	switch len(values) {
+	case 0:
+		return apperr.New(apperr.UnsupportedMedia, "%s: the request has none", want)
+	case 1:
+	default:
+		return apperr.New(apperr.UnsupportedMedia, "%s, given once", want)
+	}
+	mt, params, err := mime.ParseMediaType(values[0])
+	if err != nil || mt != "application/json" {
+		return apperr.New(apperr.UnsupportedMedia, "%s, not %q", want, values[0])
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return apperr.New(apperr.UnsupportedMedia, "%s with charset utf-8 (or none), not %q", want, cs)
+	}
+	return nil
 }
 
 // recoverPanics turns a panic before the response started into a 500.

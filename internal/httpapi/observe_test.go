@@ -85,6 +85,7 @@ func TestObserverSeesRequestsAndStreams(t *testing.T) {
 			srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: run, Observer: obs}))
 			defer srv.Close()
 			req, _ := http.NewRequest(tc.method, srv.URL+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Content-Type", "application/json")
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -123,6 +124,7 @@ func TestServerSpansAndMetricsRoute(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+generatePath, strings.NewReader(body("")))
 	req.Header.Set("Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	req.Header.Set("Content-Type", "application/json")
 	res, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

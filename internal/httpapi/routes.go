@@ -24,8 +24,8 @@ func (s *Server) routes() chi.Router {
 	})
 
 	r.Get("/health", s.handleHealth())
-	r.Post("/api/agents/{agentId}/generate", s.handleGenerate())
-	r.Post("/api/agents/{agentId}/stream", s.handleStream())
+	r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
+	r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
 	r.Get("/ready", s.handleReady())
 	if s.cfg.Metrics != nil {
 		r.Method(http.MethodGet, metricsPath, s.cfg.Metrics)
@@ -33,7 +33,7 @@ func (s *Server) routes() chi.Router {
 	if s.cfg.Threads != nil {
 		r.Get("/api/memory/threads", s.handleListThreads())
 		r.Get("/api/memory/threads/{threadId}", s.handleGetThread())
-		r.Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
+		r.With(s.requireJSON).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
 		r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())
 		r.Get("/api/memory/threads/{threadId}/messages", s.handleListMessages())
 	}

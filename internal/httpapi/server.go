@@ -18,6 +18,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/requestid"
 )
 
 // Runner runs the agent. *agent.Agent is one; the memory layer wraps it.
@@ -54,6 +55,68 @@ func (nopObserver) StreamFirstText(time.Duration)                    {}
 // DefaultMaxBodyBytes caps a request body unless Config says otherwise.
 const DefaultMaxBodyBytes = 1 << 20
 
+// Limits bound what one request may ask of the service. A zero field takes
+// its default from DefaultLimits.
+type Limits struct {
+	// MaxBodyBytes caps a request body (413 beyond it).
+	MaxBodyBytes int64
+	// MaxMessages caps the messages of one run request.
+	MaxMessages int
+	// MaxMessageBytes caps the content of one message, in bytes.
+	MaxMessageBytes int
+	// MaxIDBytes caps threadId, resourceId and message ids.
+	MaxIDBytes int
+	// MaxStreams caps the streams open at once; beyond it a stream request
+	// gets 503 with Retry-After.
+	MaxStreams int
+	// MaxRunDuration caps a run's whole length; a stream then ends with an
+	// error event (RUN_TIMEOUT) and run-finish, generate with 504.
+	MaxRunDuration time.Duration
+	// BodyReadTimeout caps the time a client may take to send a request
+	// body once its headers are in (408 beyond it).
+	BodyReadTimeout time.Duration
+}
+
+// DefaultLimits are the limits the service runs with unless told otherwise.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBodyBytes:    DefaultMaxBodyBytes,
+		MaxMessages:     100,
+		MaxMessageBytes: 64 << 10,
+		MaxIDBytes:      256,
+		MaxStreams:      1000,
+		MaxRunDuration:  10 * time.Minute,
+		BodyReadTimeout: 10 * time.Second,
+	}
+}
+
+// orDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) orDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if l.MaxMessages <= 0 {
+		l.MaxMessages = d.MaxMessages
+	}
+	if l.MaxMessageBytes <= 0 {
+		l.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if l.MaxIDBytes <= 0 {
+		l.MaxIDBytes = d.MaxIDBytes
+	}
+	if l.MaxStreams <= 0 {
+		l.MaxStreams = d.MaxStreams
+	}
+	if l.MaxRunDuration <= 0 {
+		l.MaxRunDuration = d.MaxRunDuration
+	}
+	if l.BodyReadTimeout <= 0 {
+		l.BodyReadTimeout = d.BodyReadTimeout
+	}
+	return l
+}
+
 // Config holds the server's dependencies.
 type Config struct {
 	Runner Runner
@@ -65,8 +128,8 @@ type Config struct {
 	Ready func(ctx context.Context) error
 	// Logger gets a line per request; nil discards.
 	Logger *slog.Logger
-	// MaxBodyBytes caps request bodies; 0 means DefaultMaxBodyBytes.
-	MaxBodyBytes int64
+	// Limits bound requests; zero fields take their defaults.
+	Limits Limits
 	// TracerProvider makes a server span per request; nil makes none.
 	TracerProvider trace.TracerProvider
 	// Propagator reads a caller's trace context from the request headers,
@@ -85,6 +148,8 @@ type Server struct {
 	obs     Observer
 	router  chi.Router
 	handler http.Handler
+	// streams holds a token per open stream, Limits.MaxStreams at most.
+	streams chan struct{}
 }
 
 // NewServer returns the API handler.
@@ -92,9 +157,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
+	cfg.Limits = cfg.Limits.orDefaults()
 	if cfg.TracerProvider == nil {
 		cfg.TracerProvider = tracenoop.NewTracerProvider()
 	}
@@ -104,7 +167,7 @@ func NewServer(cfg Config) *Server {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer}
+	s := &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, streams: make(chan struct{}, cfg.Limits.MaxStreams)}
 	s.router = s.routes()
 	// The server span is named after the route once routing has found it
 	// (see observeRequests); scrapes of /metrics make no spans.
@@ -117,5 +180,16 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
-// ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+// ServeHTTP implements http.Handler. Every response carries the request's
+// id in X-Request-Id: the client's own when it sent a well-formed one,
+// else a new one; every log line of the request names it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := ""
+	if vs := r.Header.Values(requestid.Header); len(vs) == 1 && requestid.Valid(vs[0]) {
+		id = vs[0]
+	} else {
+		id = requestid.New()
+	}
+	w.Header().Set(requestid.Header, id)
+	s.handler.ServeHTTP(w, r.WithContext(requestid.With(r.Context(), id)))
+}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -31,8 +32,11 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		tq := api.ThreadQuery{OrderBy: "createdAt", SortDirection: "DESC"}
-		var err error
-		if tq.ResourceID, err = resourceParam(q, true); err == nil {
+		err := strictQuery(q, "resourceId", "agentId", "page", "perPage", "orderBy", "sortDirection")
+		if err == nil {
+			tq.ResourceID, err = s.resourceParam(q, true)
+		}
+		if err == nil {
 			err = agentParam(q)
 		}
 		if err == nil {
@@ -57,7 +61,7 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 // handleGetThread serves GET /api/memory/threads/{threadId}.
 func (s *Server) handleGetThread() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := threadParams(r)
+		id, rid, err := s.threadParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -75,7 +79,7 @@ func (s *Server) handleGetThread() http.HandlerFunc {
 // page of the thread's messages, oldest first.
 func (s *Server) handleListMessages() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := threadParams(r)
+		id, rid, err := s.threadParams(r)
 		var pq api.PageQuery
 		if err == nil {
 			pq.Page, pq.PerPage, err = pageParams(r.URL.Query())
@@ -97,12 +101,12 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 // title, new metadata, or both.
 func (s *Server) handleUpdateThread() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := threadParams(r)
+		id, rid, err := s.threadParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+		body, err := s.readBody(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -112,7 +116,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 			Metadata   json.RawMessage `json:"metadata"`
 			ResourceID *string         `json:"resourceId"`
 		}
-		if err := decodeJSON(body, &wire); err != nil {
+		if err := decodeJSON(body, &wire, nil); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -137,7 +141,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 // thread and its messages. A turn in progress on it finishes first.
 func (s *Server) handleDeleteThread() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := threadParams(r)
+		id, rid, err := s.threadParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -151,34 +155,44 @@ func (s *Server) handleDeleteThread() http.HandlerFunc {
 }
 
 // threadParams reads {threadId}, resourceId and agentId.
-func threadParams(r *http.Request) (string, string, error) {
+func (s *Server) threadParams(r *http.Request) (string, string, error) {
 	raw := chi.URLParam(r, "threadId")
 	// chi matches the escaped path when there is one.
 	id, err := url.PathUnescape(raw)
 	if err != nil {
 		return "", "", apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", raw)
 	}
+	if !utf8.ValidString(id) {
+		return "", "", apperr.New(apperr.Invalid, "threadId is not valid UTF-8")
+	}
 	id = strings.TrimSpace(id)
-	if id == "" || len(id) > maxIDLen {
-		return "", "", apperr.New(apperr.Invalid, "threadId must be 1 to %d bytes", maxIDLen)
+	if id == "" {
+		return "", "", apperr.New(apperr.Invalid, "threadId must not be empty")
+	}
+	if err := idLimit("threadId", id, s.cfg.Limits); err != nil {
+		return "", "", err
 	}
 	q := r.URL.Query()
+	if err := strictQuery(q, "resourceId", "agentId", "page", "perPage"); err != nil {
+		return "", "", err
+	}
 	if err := agentParam(q); err != nil {
 		return "", "", err
 	}
-	rid, err := resourceParam(q, false)
+	rid, err := s.resourceParam(q, false)
 	return id, rid, err
 }
 
-func resourceParam(q url.Values, required bool) (string, error) {
-	rid := strings.TrimSpace(q.Get("resourceId"))
-	switch {
-	case required && rid == "":
-		return "", apperr.New(apperr.Invalid, "resourceId is required: threads are listed per resource, e.g. ?resourceId=user-1")
-	case len(rid) > maxIDLen:
-		return "", apperr.New(apperr.Invalid, "resourceId is longer than %d bytes", maxIDLen)
+func (s *Server) resourceParam(q url.Values, required bool) (string, error) {
+	rid := q.Get("resourceId")
+	if !utf8.ValidString(rid) {
+		return "", apperr.New(apperr.Invalid, "resourceId is not valid UTF-8")
 	}
-	return rid, nil
+	rid = strings.TrimSpace(rid)
+	if required && rid == "" {
+		return "", apperr.New(apperr.Invalid, "resourceId is required: threads are listed per resource, e.g. ?resourceId=user-1")
+	}
+	return rid, idLimit("resourceId", rid, s.cfg.Limits)
 }
 
 // agentParam checks the optional agentId: the only agent's threads are all

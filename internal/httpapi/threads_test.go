@@ -65,7 +65,7 @@ func TestThreadsAPI(t *testing.T) {
 		{name: "update a missing thread", method: "PATCH", path: threads + "/nope?resourceId=u1", body: `{"title":"x"}`, status: 404, error: `thread "nope" not found`},
 		{name: "delete a missing thread", method: "DELETE", path: threads + "/nope?resourceId=u1", status: 404, error: `thread "nope" not found`},
 		{name: "wrong method", method: "PUT", path: threads + "/thread-0", status: 405, error: `method PUT is not allowed on /api/memory/threads/thread-0: use GET, PATCH, DELETE`},
-		{name: "thread id too long", method: "GET", path: threads + "/" + strings.Repeat("x", 300) + "?resourceId=u1", status: 400, error: `threadId must be 1 to 256 bytes`},
+		{name: "thread id too long", method: "GET", path: threads + "/" + strings.Repeat("x", 300) + "?resourceId=u1", status: 400, error: `threadId is longer than 256 bytes, the limit (-max-id-bytes)`},
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {

@@ -440,6 +440,7 @@ func TestDisconnectMidStream(t *testing.T) {
 		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond })
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "POST", c.URL+streamPath, strings.NewReader(reqBody("t", "r", user("Tell me a long story."))))
+		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -86,6 +86,7 @@ func BenchmarkRequestTracing(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodPost, "/api/agents/companionAgent/generate", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
 				rec := httptest.NewRecorder()
 				srv.ServeHTTP(rec, req)
 				if rec.Code != http.StatusOK {

@@ -76,7 +76,7 @@ func (s *Service) DoHeader(t testing.TB, method, path, body string, header http.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if body != "" {
+	if body != "" || method == http.MethodPost || method == http.MethodPatch {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {

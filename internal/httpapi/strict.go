@@ -1,0 +1,328 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/companionhq/companion/internal/apperr"
+)
+
+// encoding/json matches object keys to fields regardless of case and lets
+// the last of two equal keys win, and it turns invalid UTF-8 into U+FFFD.
+// Each of these lets two different bodies mean the same thing: a proxy that
+// sets "resourceId" is bypassed by a client that adds "RESOURCEID", and
+// threads "a\xff" and "a\xfe" become one. So before a body is decoded,
+// checkStrict refuses:
+//
+//   - invalid UTF-8, and \u escapes of unpaired surrogates (which decode to
+//     U+FFFD as well);
+//   - a key that appears twice in one object;
+//   - a key that differs only in case from a field of the object it is in
+//     (the field names come from the Go type the body decodes into);
+//   - nesting deeper than maxDepth.
+//
+// Keys that name no field at all stay accepted: clients such as Mastra's
+// send fields this service does not use.
+
+// maxDepth bounds the nesting of a request body.
+const maxDepth = 32
+
+// checkStrict checks body, which decodes into a value of type t.
+func checkStrict(body []byte, t reflect.Type) error {
+	if !utf8.Valid(body) {
+		return apperr.New(apperr.Invalid, "request body is not valid UTF-8 (at byte %d)", invalidUTF8At(body))
+	}
+	if err := checkEscapes(body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	w := walker{dec: dec}
+	if err := w.value(schemaOf(t), "", 0); err != nil {
+		return err
+	}
+	return nil
+}
+
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// checkEscapes refuses \u escapes of surrogates that do not form a pair.
+// Strings are found by scanning for quotes; the body is valid UTF-8 here,
+// and JSON syntax errors are left to the decoder.
+func checkEscapes(b []byte) error {
+	in := false
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if !in {
+			if c == '"' {
+				in = true
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			in = false
+		case '\\':
+			if i+1 >= len(b) {
+				return nil
+			}
+			if b[i+1] != 'u' {
+				i++
+				continue
+			}
+			r, ok := hex4(b, i+2)
+			if !ok {
+				return nil // a syntax error, reported by the decoder
+			}
+			switch {
+			case r >= 0xD800 && r <= 0xDBFF:
+				if i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+					if lo, ok := hex4(b, i+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+						i += 11
+						continue
+					}
+				}
+				return apperr.New(apperr.Invalid, "request body is not valid UTF-8: the escape at byte %d is half of a surrogate pair", i)
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return apperr.New(apperr.Invalid, "request body is not valid UTF-8: the escape at byte %d is half of a surrogate pair", i)
+			}
+			i += 5
+		}
+	}
+	return nil
+}
+
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(b[at:at+4]), 16, 32)
+	return rune(v), err == nil
+}
+
+// schema is what the walker knows of a JSON value: for an object that
+// decodes into a struct, its fields; for an array, its elements.
+type schema struct {
+	fields map[string]*schema // exact JSON names; nil for a free-form object
+	elem   *schema            // array elements
+	// alt is the schema of an array where a string is expected: a message's
+	// content may be a string or an array of text parts.
+	alt *schema
+}
+
+var schemas sync.Map // reflect.Type -> *schema
+
+// textParts is the array form of a message's content.
+var textParts = &schema{elem: &schema{fields: map[string]*schema{"type": {}, "text": {}}}}
+
+// schemaOf derives the schema of t from its json tags.
+func schemaOf(t reflect.Type) *schema {
+	if t == nil {
+		return &schema{}
+	}
+	if s, ok := schemas.Load(t); ok {
+		return s.(*schema)
+	}
+	s := buildSchema(t, map[reflect.Type]*schema{})
+	schemas.Store(t, s)
+	return s
+}
+
+var rawMessage = reflect.TypeFor[json.RawMessage]()
+
+func buildSchema(t reflect.Type, seen map[reflect.Type]*schema) *schema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if s, ok := seen[t]; ok {
+		return s
+	}
+	s := &schema{}
+	seen[t] = s
+	switch {
+	case t == rawMessage:
+	case t.Kind() == reflect.Struct:
+		s.fields = map[string]*schema{}
+		addFields(s.fields, t, seen)
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		s.elem = buildSchema(t.Elem(), seen)
+	case t.Kind() == reflect.String:
+		s.alt = textParts
+	}
+	return s
+}
+
+func addFields(fields map[string]*schema, t reflect.Type, seen map[reflect.Type]*schema) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				addFields(fields, ft, seen)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		// A field of the outer struct shadows an embedded one's.
+		fields[name] = buildSchema(f.Type, seen)
+	}
+}
+
+// walker reads a body token by token, checking keys against schemas.
+type walker struct {
+	dec *json.Decoder
+}
+
+func (w *walker) value(s *schema, path string, depth int) error {
+	tok, err := w.dec.Token()
+	if err != nil {
+		return w.syntax(err)
+	}
+	return w.token(tok, s, path, depth)
+}
+
+func (w *walker) token(tok json.Token, s *schema, path string, depth int) error {
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	if depth >= maxDepth {
+		return apperr.New(apperr.Invalid, "request body is nested deeper than %d levels", maxDepth)
+	}
+	switch d {
+	case '{':
+		return w.object(s, path, depth+1)
+	case '[':
+		elem := s.elem
+		if elem == nil && s.alt != nil {
+			elem = s.alt.elem
+		}
+		for i := 0; w.dec.More(); i++ {
+			if err := w.value(orFree(elem), fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+				return err
+			}
+		}
+		_, err := w.dec.Token() // ]
+		return w.syntax(err)
+	}
+	return nil
+}
+
+func (w *walker) object(s *schema, path string, depth int) error {
+	seen := map[string]bool{}
+	for w.dec.More() {
+		tok, err := w.dec.Token()
+		if err != nil {
+			return w.syntax(err)
+		}
+		key, _ := tok.(string)
+		at := join(path, key)
+		if seen[key] {
+			return apperr.New(apperr.Invalid, "key %q appears more than once in %s: each key may be given once", key, objectName(path))
+		}
+		seen[key] = true
+		var child *schema
+		if s.fields != nil {
+			if c, ok := s.fields[key]; ok {
+				child = c
+			} else if name, ok := foldMatch(s.fields, key); ok {
+				return apperr.New(apperr.Invalid, "key %q is not %q: keys are case-sensitive", at, join(path, name))
+			}
+		}
+		if err := w.value(orFree(child), at, depth); err != nil {
+			return err
+		}
+	}
+	_, err := w.dec.Token() // }
+	return w.syntax(err)
+}
+
+func orFree(s *schema) *schema {
+	if s == nil {
+		return &schema{}
+	}
+	return s
+}
+
+func foldMatch(fields map[string]*schema, key string) (string, bool) {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func objectName(path string) string {
+	if path == "" {
+		return "the request body"
+	}
+	return path
+}
+
+// syntax passes a decoding error on; the strict decoder that runs next
+// words syntax errors, so they are not worded here.
+func (w *walker) syntax(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
+	}
+	return errSyntax
+}
+
+// errSyntax marks a body the walker could not read: decodeJSON reports
+// what is wrong with it.
+var errSyntax = errors.New("syntax")
+
+// strictQuery refuses a query parameter given more than once, and a name
+// that differs only in case from one the route reads.
+func strictQuery(q url.Values, names ...string) error {
+	for key, vs := range q {
+		if len(vs) > 1 {
+			return apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", key, len(vs))
+		}
+		for _, n := range names {
+			if key != n && strings.EqualFold(key, n) {
+				return apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", key, n)
+			}
+		}
+	}
+	return nil
+}
