@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -73,6 +75,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	boolean := func(p *bool, s setting, def bool) {
 		fs.BoolVar(p, s.flag, fromEnv(getenv, s.env, def, strconv.ParseBool, "true or false", &errs), s.help())
 	}
+	i64 := func(p *int64, s setting, def int64) {
+		fs.Int64Var(p, s.flag, fromEnv(getenv, s.env, def, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "a whole number", &errs), s.help())
+	}
 	dur := func(p *time.Duration, s setting, def time.Duration) {
 		fs.DurationVar(p, s.flag, fromEnv(getenv, s.env, def, time.ParseDuration, "a duration such as 10s or 1m30s", &errs), s.help())
 	}
@@ -108,6 +113,34 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	str(&cfg.DatabaseURL, setting{"database-url", "COMPANION_DATABASE_URL", "conversation store: sqlite://PATH or postgres://USER@HOST/DB"}, def.DatabaseURL)
 	num(&cfg.HistoryWindow, setting{"history-window", "COMPANION_HISTORY_WINDOW", "how many stored messages of a thread each run sees"}, def.HistoryWindow)
 	dur(&cfg.LockWait, setting{"lock-wait", "COMPANION_LOCK_WAIT", "how long a turn waits for the thread's previous turn before it is refused with 409"}, def.LockWait)
+	num(&cfg.HistoryBytes, setting{"history-max-bytes", "COMPANION_HISTORY_MAX_BYTES", "most bytes of message content a run sees of its thread's history"}, def.HistoryBytes)
+	i64(&cfg.MaxThreadBytes, setting{"max-thread-bytes", "COMPANION_MAX_THREAD_BYTES", "most bytes one thread may store, 0 for no limit"}, def.MaxThreadBytes)
+
+	// Limits on one request.
+	num(&cfg.Limits.MaxMessages, setting{"max-messages", "COMPANION_MAX_MESSAGES", "most messages in one run request"}, def.Limits.MaxMessages)
+	num(&cfg.Limits.MaxMessageBytes, setting{"max-message-bytes", "COMPANION_MAX_MESSAGE_BYTES", "most bytes in one message's content"}, def.Limits.MaxMessageBytes)
+	num(&cfg.Limits.MaxIDBytes, setting{"max-id-bytes", "COMPANION_MAX_ID_BYTES", "most bytes in a threadId, resourceId or message id"}, def.Limits.MaxIDBytes)
+	num(&cfg.Limits.MaxStreams, setting{"max-streams", "COMPANION_MAX_STREAMS", "most streams open at once; beyond it 503 with Retry-After"}, def.Limits.MaxStreams)
+	dur(&cfg.Limits.MaxRunDuration, setting{"max-run-duration", "COMPANION_MAX_RUN_DURATION", "longest a run may take; a stream then ends with an error event (RUN_TIMEOUT)"}, def.Limits.MaxRunDuration)
+	dur(&cfg.Limits.BodyReadTimeout, setting{"body-read-timeout", "COMPANION_BODY_READ_TIMEOUT", "longest a client may take to send a request body"}, def.Limits.BodyReadTimeout)
+	num(&cfg.MaxHeaderBytes, setting{"max-header-bytes", "COMPANION_MAX_HEADER_BYTES", "most bytes of request headers"}, def.MaxHeaderBytes)
+	num(&cfg.RateLimit, setting{"rate-limit", "COMPANION_RATE_LIMIT", "requests per minute one resource, and one client address, may make; 0 for no limit"}, 0)
+	i64(&cfg.TokenQuota, setting{"token-quota", "COMPANION_TOKEN_QUOTA", "tokens one resource may use per UTC day; 0 for no quota"}, 0)
+	var redisURL string
+	str(&redisURL, setting{"redis-url", "COMPANION_REDIS_URL", "Redis shared by every instance for the rate limits, e.g. redis://127.0.0.1:6379/0"}, "")
+	var cors, proxies string
+	str(&cors, setting{"cors-origins", "COMPANION_CORS_ORIGINS", "browser origins allowed to call the API, comma-separated (none by default)"}, "")
+	str(&proxies, setting{"trusted-proxies", "COMPANION_TRUSTED_PROXIES", "networks of proxies whose X-Forwarded-For names the client, comma-separated CIDRs"}, "")
+
+	// Authentication: off unless one of these is set.
+	str(&cfg.APIKeysFile, setting{"api-keys-file", "COMPANION_API_KEYS_FILE", `file of API keys, one "KEY RESOURCE[,RESOURCE...]" (or "KEY *") a line; re-read on SIGHUP`}, "")
+	str(&cfg.JWKSURL, setting{"jwt-jwks-url", "COMPANION_JWT_JWKS_URL", "JWKS URL of the identity provider whose bearer tokens are accepted"}, "")
+	str(&cfg.JWTIssuer, setting{"jwt-issuer", "COMPANION_JWT_ISSUER", "required iss of bearer tokens"}, "")
+	str(&cfg.JWTAudience, setting{"jwt-audience", "COMPANION_JWT_AUDIENCE", "required aud of bearer tokens"}, "")
+	str(&cfg.JWTResourceClaim, setting{"jwt-resource-claim", "COMPANION_JWT_RESOURCE_CLAIM", "claim of a bearer token that names its resources"}, "sub")
+	str(&cfg.JWTSecretFile, setting{"jwt-secret-file", "COMPANION_JWT_SECRET_FILE", "file holding an HS256 secret for bearer tokens (development)"}, "")
+	str(&cfg.MetricsAddr, setting{"metrics-addr", "COMPANION_METRICS_ADDR", "serve /metrics on this address alone, not on the API's"}, "")
+	dur(&cfg.ShutdownDelay, setting{"shutdown-delay", "COMPANION_SHUTDOWN_DELAY", "how long /ready answers 503 after SIGTERM before the listener closes"}, 0)
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -120,6 +153,26 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		return cfg, logLevel, errUsage
 	}
 	cfg.Limits.MaxBodyBytes = int64(maxBody)
+	cfg.RedisURL = app.Secret(redisURL)
+	cfg.CORSOrigins = splitList(cors)
+	for _, p := range splitList(proxies) {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			if addr, aerr := netip.ParseAddr(p); aerr == nil {
+				prefix, err = addr.Prefix(addr.BitLen())
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("trusted proxy %q is not a CIDR such as 10.0.0.0/8 or an address", p))
+			continue
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
+	}
+	for _, o := range cfg.CORSOrigins {
+		if err := checkOrigin(o); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Keys come from the providers' usual variables, never from flags: a
 	// flag would show in the process list.
 	cfg.CohereAPIKey = app.Secret(getenv("CO_API_KEY"))
@@ -140,6 +193,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		{cfg.ModelMaxRetries < 0 || cfg.ModelMaxRetries > 10, "model max retries must be from 0 to 10"},
 		{cfg.HistoryWindow < 0, "history window must not be negative"},
 		{cfg.LockWait < 0, "lock wait must not be negative"},
+		{cfg.HistoryBytes < 1, "history max bytes must be at least 1"},
+		{cfg.MaxThreadBytes < 0, "max thread bytes must not be negative"},
+		{cfg.Limits.MaxMessages < 1 || cfg.Limits.MaxMessageBytes < 1 || cfg.Limits.MaxIDBytes < 1 || cfg.Limits.MaxStreams < 1,
+			"max messages, max message bytes, max id bytes and max streams must be at least 1"},
+		{cfg.Limits.MaxRunDuration <= 0 || cfg.Limits.BodyReadTimeout <= 0, "max run duration and body read timeout must be positive"},
+		{cfg.MaxHeaderBytes < 4096, "max header bytes must be at least 4096"},
+		{cfg.RateLimit < 0 || cfg.TokenQuota < 0, "rate limit and token quota must not be negative"},
+		{cfg.ShutdownDelay < 0, "shutdown delay must not be negative"},
+		{strings.TrimSpace(cfg.JWTResourceClaim) == "", "the JWT resource claim must not be empty"},
 	} {
 		if c.bad {
 			errs = append(errs, errors.New(c.msg))
@@ -155,5 +217,35 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 			errs = append(errs, fmt.Errorf("weather URL %q must start with http:// or https://", u))
 		}
 	}
+	if u := redisURL; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
+		errs = append(errs, errors.New("redis URL must start with redis:// or rediss://"))
+	}
+	if cfg.JWKSURL != "" && !strings.HasPrefix(cfg.JWKSURL, "https://") && !strings.HasPrefix(cfg.JWKSURL, "http://") {
+		errs = append(errs, fmt.Errorf("JWKS URL %q must start with https:// or http://", cfg.JWKSURL))
+	}
 	return cfg, logLevel, errors.Join(errs...)
+}
+
+// splitList splits a comma-separated setting, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// checkOrigin accepts a browser origin: scheme and host, no path. A
+// wildcard is refused: the allowed origins are listed one by one.
+func checkOrigin(o string) error {
+	if o == "*" {
+		return errors.New(`CORS origin "*" is not accepted: list each origin, such as https://chat.example.com`)
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return fmt.Errorf("CORS origin %q must be a scheme and host, such as https://chat.example.com", o)
+	}
+	return nil
 }

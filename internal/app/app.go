@@ -14,8 +14,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/memory/postgres"
@@ -79,6 +82,37 @@ type Config struct {
 	// LockWait is how long a turn waits for the thread's previous turn
 	// before it is refused with 409.
 	LockWait time.Duration
+	// HistoryBytes bounds the message content a run sees of its thread.
+	HistoryBytes int
+	// MaxThreadBytes is what one thread may store (0: no limit).
+	MaxThreadBytes int64
+	// TokenQuota is the tokens one resource may use per UTC day (0: none).
+	TokenQuota int64
+
+	// Auth: API keys (a file of "KEY RESOURCE[,RESOURCE...]" lines) and JWT
+	// bearer tokens (a JWKS URL, or an HS256 secret file for development).
+	// With none set, authentication is off.
+	APIKeysFile      string
+	JWKSURL          string
+	JWTIssuer        string
+	JWTAudience      string
+	JWTResourceClaim string
+	JWTSecretFile    string
+	// CORSOrigins are the browser origins allowed to call the API; none by
+	// default.
+	CORSOrigins []string
+	// RateLimit is the requests per minute one resource, and one client
+	// address, may make (0: no limit).
+	RateLimit int
+	// RedisURL, when set, shares the rate limits of every instance through
+	// Redis.
+	RedisURL Secret
+	// MetricsAddr, when set, serves /metrics on a listener of its own and
+	// not on the API's (cmd/companion opens it).
+	MetricsAddr string
+	// TrustedProxies are the networks of the proxies in front of the
+	// service: from them, X-Forwarded-For names the client address.
+	TrustedProxies []netip.Prefix
 	// ModelBaseURL replaces the provider's address; with a model name that
 	// names no provider it selects an OpenAI-compatible server.
 	ModelBaseURL string
@@ -124,6 +158,8 @@ func Defaults() Config {
 		DatabaseURL:         DefaultDatabaseURL,
 		HistoryWindow:       memory.DefaultWindow,
 		LockWait:            memory.DefaultLockWait,
+		HistoryBytes:        memory.DefaultHistoryBytes,
+		MaxThreadBytes:      memory.DefaultMaxThreadBytes,
 
 		ModelTimeout:           p.CallTimeout,
 		ModelFirstTokenTimeout: p.FirstTokenTimeout,
@@ -149,6 +185,8 @@ type App struct {
 	model   model.Model
 	tracing *sdktrace.TracerProvider
 	store   memory.Store
+	// draining is set at the start of a shutdown: /ready answers 503.
+	draining atomic.Bool
 }
 
 // tracerName is the instrumentation scope of the agent's spans.
@@ -209,30 +247,43 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
-	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait})
+	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait,
+		HistoryBytes: cfg.HistoryBytes, MaxThreadBytes: cfg.MaxThreadBytes, TokenQuota: cfg.TokenQuota})
 	if err != nil {
 		store.Close()
 		return nil, err
 	}
-	return &App{
+	a := &App{
 		cfg:     cfg,
 		log:     log,
 		model:   m,
 		tracing: tp,
 		store:   store,
-		handler: httpapi.NewServer(httpapi.Config{
-			Runner:         mem,
-			Threads:        mem,
-			Ready:          mem.Ping,
-			Logger:         log,
-			Limits:         cfg.Limits,
-			TracerProvider: tp,
-			// The caller's W3C traceparent, explicitly: no global propagator.
-			Propagator: propagation.TraceContext{},
-			Observer:   metrics,
-			Metrics:    telemetry.Handler(reg),
-		}),
-	}, nil
+	}
+	a.handler = httpapi.NewServer(httpapi.Config{
+		Runner:         mem,
+		Threads:        mem,
+		Ready:          a.ready(mem.Ping),
+		Logger:         log,
+		Limits:         cfg.Limits,
+		TracerProvider: tp,
+		// The caller's W3C traceparent, explicitly: no global propagator.
+		Propagator: propagation.TraceContext{},
+		Observer:   metrics,
+		Metrics:    telemetry.Handler(reg),
+	})
+	return a, nil
+}
+
+// ready is the readiness check: not ready from the start of a shutdown,
+// else ready when the store's check passes.
+func (a *App) ready(store func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if a.draining.Load() {
+			return apperr.New(apperr.Unavailable, "not ready: the service is shutting down")
+		}
+		return store(ctx)
+	}
 }
 
 // Handler is the service's HTTP API.
@@ -420,6 +471,13 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 
+	// Not ready first, while the listener still serves: a load balancer
+	// polling /ready stops sending requests before they would be refused.
+	a.draining.Store(true)
+	if a.cfg.ShutdownDelay > 0 {
+		a.log.Info("shutting down: not ready, still serving", slog.String("delay", a.cfg.ShutdownDelay.String()))
+		time.Sleep(a.cfg.ShutdownDelay)
+	}
 	a.log.Info("shutting down", slog.Duration("grace", a.cfg.ShutdownGrace))
 	graceCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
 	defer cancel()

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -26,7 +27,11 @@ func (s *Server) handleReady() http.HandlerFunc {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			defer cancel()
 			if err := s.cfg.Ready(ctx); err != nil {
-				s.writeError(w, r, apperr.Wrap(apperr.Unavailable, err, "not ready: the database does not answer"))
+				var ae *apperr.Error
+				if !errors.As(err, &ae) {
+					err = apperr.Wrap(apperr.Unavailable, err, "not ready: the database does not answer, or its schema is not the one this build expects")
+				}
+				s.writeError(w, r, err)
 				return
 			}
 		}

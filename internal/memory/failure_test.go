@@ -166,7 +166,7 @@ func (f failingAnswers) Lock(ctx context.Context, id string, wait time.Duration)
 
 type failingTurn struct{ memory.Turn }
 
-func (failingTurn) Answer(context.Context, memory.Message) ([]memory.Message, memory.Message, error) {
+func (failingTurn) Answer(context.Context, memory.Message, memory.Usage) ([]memory.Message, memory.Message, error) {
 	return nil, memory.Message{}, errors.New("disk full")
 }
 

@@ -43,6 +43,11 @@ const (
 	DefaultWindow = 20
 	// DefaultLockWait is how long a turn waits for the one before it.
 	DefaultLockWait = 30 * time.Second
+	// DefaultHistoryBytes is how much message content a run sees of the
+	// thread's history.
+	DefaultHistoryBytes = 256 << 10
+	// DefaultMaxThreadBytes is what one thread may store.
+	DefaultMaxThreadBytes = 16 << 20
 )
 
 // saveTimeout bounds storing a finished run's reply. The reply is stored
@@ -60,6 +65,16 @@ type Config struct {
 	// LockWait is how long a turn waits for the thread while another turn
 	// holds it, before it is refused with a conflict. 0 does not wait.
 	LockWait time.Duration
+	// HistoryBytes bounds what a run sees of the thread in bytes of message
+	// content, on top of Window: the oldest messages of the window are left
+	// out until the rest fits. 0 means DefaultHistoryBytes.
+	HistoryBytes int
+	// MaxThreadBytes is what one thread may store (Thread.Bytes); a turn
+	// whose new messages would take it past is refused. 0 means no limit.
+	MaxThreadBytes int64
+	// TokenQuota is how many tokens one resource's runs may use per UTC
+	// day; a run is refused once they are spent. 0 means no quota.
+	TokenQuota int64
 	// Now and NewID are the clock and the id source; tests fix them.
 	Now   func() time.Time
 	NewID func() string
@@ -76,8 +91,11 @@ func New(cfg Config) (*Memory, error) {
 	if cfg.Store == nil || cfg.Runner == nil {
 		return nil, errors.New("memory: a store and a runner are required")
 	}
-	if cfg.Window < 0 || cfg.LockWait < 0 {
-		return nil, errors.New("memory: the history window and the lock wait must not be negative")
+	if cfg.Window < 0 || cfg.LockWait < 0 || cfg.HistoryBytes < 0 || cfg.MaxThreadBytes < 0 || cfg.TokenQuota < 0 {
+		return nil, errors.New("memory: the history window, the lock wait and the limits must not be negative")
+	}
+	if cfg.HistoryBytes == 0 {
+		cfg.HistoryBytes = DefaultHistoryBytes
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -102,6 +120,9 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 	}
 	// Refuse a foreign thread before waiting in its queue.
 	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		return nil, err
+	}
+	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
 		return nil, err
 	}
 	turn, err := m.lock(ctx, in.ThreadID)
@@ -143,7 +164,7 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 	if !answerable(in.Messages, fresh, tail) {
 		return nil, apperr.New(apperr.Conflict, "thread %q already holds every message of the request, and they have been answered: send a new message", in.ThreadID)
 	}
-	history, err := window(tail, m.cfg.Window)
+	history, err := window(tail, m.cfg.Window, m.cfg.HistoryBytes)
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
 	}
@@ -171,6 +192,9 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 		rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Parts: parts, Pending: true, CreatedAt: now})
 		msgs = append(msgs, msg)
 	}
+	if err := m.checkThreadBytes(th, rows); err != nil {
+		return nil, err
+	}
 	if _, err := turn.Append(ctx, rows); err != nil {
 		return nil, m.storeErr(err)
 	}
@@ -185,9 +209,10 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 	}
 	if err != nil {
 		hold.flush()
+		m.countFailed(ctx, in.ResourceID, err)
 		return nil, err
 	}
-	answered, reply, err := m.saveReply(ctx, turn, res)
+	answered, reply, err := m.saveReply(ctx, turn, in.ResourceID, res)
 	if err != nil {
 		const msg = "the reply could not be saved to the thread: the details are in the server log"
 		hold.fail(msg)
@@ -203,8 +228,9 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 	return res, nil
 }
 
-// saveReply stores res's reply and marks the messages it answers.
-func (m *Memory) saveReply(ctx context.Context, turn Turn, res *agent.Result) ([]Message, Message, error) {
+// saveReply stores res's reply, marks the messages it answers and counts
+// its tokens.
+func (m *Memory) saveReply(ctx context.Context, turn Turn, resourceID string, res *agent.Result) ([]Message, Message, error) {
 	ui := res.Response.Response.UIMessages
 	if len(ui) == 0 || ui[len(ui)-1].Role != api.RoleAssistant {
 		return nil, Message{}, errors.New("the run's response has no reply message")
@@ -226,7 +252,62 @@ func (m *Memory) saveReply(ctx context.Context, turn Turn, res *agent.Result) ([
 		Parts: parts, Model: model, RunID: res.Response.RunID, CreatedAt: created}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	return turn.Answer(sctx, reply)
+	return turn.Answer(sctx, reply, m.usage(resourceID, res.Response.TotalUsage))
+}
+
+// usage is what a run used, as counted toward its resource's day.
+func (m *Memory) usage(resourceID string, u api.Usage) Usage {
+	return Usage{ResourceID: resourceID, Day: Day(m.cfg.Now()), Tokens: int64(u.TotalTokens)}
+}
+
+// countFailed counts the tokens of a run that failed, which Answer did
+// not: a quota must see them too.
+func (m *Memory) countFailed(ctx context.Context, resourceID string, err error) {
+	var re *agent.RunError
+	if !errors.As(err, &re) || re.Usage.TotalTokens <= 0 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	// A failure here only loses a count; the run's own error is what the
+	// client must see.
+	_ = m.cfg.Store.AddUsage(sctx, m.usage(resourceID, re.Usage))
+}
+
+// checkQuota refuses a run of a resource that has spent its tokens for the
+// day, until the next UTC day begins.
+func (m *Memory) checkQuota(ctx context.Context, resourceID string) error {
+	if m.cfg.TokenQuota <= 0 {
+		return nil
+	}
+	now := m.cfg.Now()
+	used, err := m.cfg.Store.TokensUsed(ctx, resourceID, Day(now))
+	if err != nil {
+		return m.storeErr(err)
+	}
+	if used < m.cfg.TokenQuota {
+		return nil
+	}
+	next := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
+	return apperr.New(apperr.RateLimited, "resource %q has used %d tokens today, its quota of %d (-token-quota): it resets at 00:00 UTC",
+		resourceID, used, m.cfg.TokenQuota).After(next.Sub(now))
+}
+
+// checkThreadBytes refuses new messages that would take the thread past
+// what it may store.
+func (m *Memory) checkThreadBytes(th Thread, rows []Message) error {
+	if m.cfg.MaxThreadBytes <= 0 {
+		return nil
+	}
+	size := th.Bytes
+	for _, r := range rows {
+		size += r.Size()
+	}
+	if size <= m.cfg.MaxThreadBytes {
+		return nil
+	}
+	return apperr.New(apperr.TooLarge, "thread %q stores %d bytes, and this turn would take it past its limit of %d (-max-thread-bytes): start a new thread, or delete this one",
+		th.ID, th.Bytes, m.cfg.MaxThreadBytes)
 }
 
 // lock waits for the thread's turn.

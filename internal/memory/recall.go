@@ -87,9 +87,10 @@ func answerable(msgs []api.Message, fresh []int, tail []Message) bool {
 }
 
 // window is what the model sees of the stored tail: its last n model
-// messages. A cut that would leave tool results without the assistant
-// message that asked for them drops those results.
-func window(tail []Message, n int) ([]model.Message, error) {
+// messages, and of those no more than the newest whose contents (text and
+// tool arguments) fit in maxBytes. A cut that would leave tool results
+// without the assistant message that asked for them drops those results.
+func window(tail []Message, n, maxBytes int) ([]model.Message, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -110,10 +111,27 @@ func window(tail []Message, n int) ([]model.Message, error) {
 	if len(out) > n {
 		out = out[len(out)-n:]
 	}
+	size := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		size += contentBytes(out[i])
+		if size > maxBytes {
+			out = out[i+1:]
+			break
+		}
+	}
 	for len(out) > 0 && out[0].Role == model.RoleTool {
 		out = out[1:]
 	}
 	return out, nil
+}
+
+// contentBytes is what a model message's contents weigh in the history.
+func contentBytes(m model.Message) int {
+	n := len(m.Content)
+	for _, c := range m.ToolCalls {
+		n += len(c.Args)
+	}
+	return n
 }
 
 // storedModel is how a reply's model messages are stored (Message.Model).

@@ -118,7 +118,7 @@ func TestWindow(t *testing.T) {
 		{2, "assistant"},
 		{0, ""},
 	} {
-		got, err := window(tail, tc.n)
+		got, err := window(tail, tc.n, 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestWindow(t *testing.T) {
 			t.Errorf("window(%d) = %v, want %s", tc.n, roles, tc.want)
 		}
 	}
-	got, _ := window(tail, 4)
+	got, _ := window(tail, 4, 1<<20)
 	if len(got[0].ToolCalls) != 2 || got[0].ToolCalls[1].ID != "c2" || !got[2].IsError || got[2].ToolCallID != "c2" || got[3].Content != "done" {
 		t.Fatalf("the tool round did not survive storage: %+v", got)
 	}

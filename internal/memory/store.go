@@ -25,6 +25,8 @@ type Thread struct {
 	Metadata  json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Bytes is what the thread's messages take, as Message.Size counts.
+	Bytes int64
 }
 
 // Message is one stored message of a thread: a message the client sent, or
@@ -50,6 +52,21 @@ type Message struct {
 	RunID     string
 	CreatedAt time.Time
 }
+
+// Size is what m takes in a thread's Bytes: its text, UI parts and model
+// messages.
+func (m Message) Size() int64 { return int64(len(m.Text) + len(m.Parts) + len(m.Model)) }
+
+// Usage is the tokens one run used, counted for its resource's day.
+type Usage struct {
+	ResourceID string
+	// Day is the UTC day, as Day formats it.
+	Day    string
+	Tokens int64
+}
+
+// Day is t's UTC day as stores keep it: YYYY-MM-DD.
+func Day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // ThreadOrder is how Threads sorts.
 type ThreadOrder struct {
@@ -77,7 +94,13 @@ type Store interface {
 	// holds it, ErrBusy when the wait ran out, or ctx's error. A wait of 0
 	// or less does not wait.
 	Lock(ctx context.Context, threadID string, wait time.Duration) (Turn, error)
-	// Ping checks that the database answers.
+	// TokensUsed returns the tokens resourceID's runs used on day (see Day).
+	TokensUsed(ctx context.Context, resourceID, day string) (int64, error)
+	// AddUsage adds a run's tokens to its resource's day, for a run that
+	// stored no reply (Answer counts those of the runs that did).
+	AddUsage(ctx context.Context, u Usage) error
+	// Ping checks that the database answers and holds the schema this build
+	// expects: every table with every column it reads.
 	Ping(ctx context.Context) error
 	// Close releases the store.
 	Close() error
@@ -97,10 +120,11 @@ type Turn interface {
 	// Append stores msgs after the thread's last message, in one
 	// transaction, and returns them with their Seq.
 	Append(ctx context.Context, msgs []Message) ([]Message, error)
-	// Answer stores reply after the last message and clears Pending on
-	// every earlier message, in one transaction. It returns the messages it
+	// Answer stores reply after the last message, clears Pending on every
+	// earlier message and adds u's tokens to its resource's day (when
+	// u.Tokens > 0), in one transaction. It returns the messages it
 	// answered (those that were pending, oldest first) and the stored reply.
-	Answer(ctx context.Context, reply Message) (answered []Message, stored Message, err error)
+	Answer(ctx context.Context, reply Message, u Usage) (answered []Message, stored Message, err error)
 	// Delete deletes the thread and its messages.
 	Delete(ctx context.Context) error
 	// Unlock ends the turn. It may be called more than once.

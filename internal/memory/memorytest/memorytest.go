@@ -62,6 +62,9 @@ func Run(t *testing.T, h Harness) {
 	t.Run("LockWaitIsCancelled", func(t *testing.T) { t.Parallel(); testLockCancel(t, h) })
 	t.Run("LocksOfOtherThreadsAreFree", func(t *testing.T) { t.Parallel(); testLockOthers(t, h) })
 	t.Run("ConcurrentStarts", func(t *testing.T) { t.Parallel(); testConcurrentStarts(t, h) })
+	t.Run("ThreadBytesCountItsMessages", func(t *testing.T) { t.Parallel(); testThreadBytes(t, h) })
+	t.Run("TokenUsagePerResourceAndDay", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
+	t.Run("PingChecksTheSchema", func(t *testing.T) { t.Parallel(); testPing(t, h) })
 	t.Run("LockAcrossInstances", func(t *testing.T) {
 		if !h.SharedLocks {
 			t.Skip("this store serves one process: its locks are in-process")
@@ -160,7 +163,7 @@ func testMessages(t *testing.T, h Harness) {
 	reply := memory.Message{ID: "r1", Role: "assistant", Text: "Hi", Parts: json.RawMessage(`[{"type":"text","text":"Hi"}]`),
 		Model: json.RawMessage(`[{"role":"assistant","content":"","toolCalls":[{"id":"c1","name":"weatherTool","args":{"location":"Berlin"}}]},{"role":"tool","content":"{\"temperature\":3}","toolCallId":"c1"},{"role":"assistant","content":"Hi"}]`),
 		RunID: "run-1", CreatedAt: base.Add(time.Minute)}
-	if _, _, err := turn.Answer(ctx, reply); err != nil {
+	if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
 		t.Fatal(err)
 	}
 	got, total, err := s.Messages(ctx, "t", 0, 100)
@@ -263,7 +266,7 @@ func testAnswer(t *testing.T, h Harness) {
 		return memory.Message{ID: id, Role: "assistant", Text: id, Parts: json.RawMessage(`[]`), Model: json.RawMessage(`[]`), CreatedAt: base.Add(time.Duration(i) * time.Second)}
 	}
 	appendMsgs(t, turn, msg("u1", "user", "first", 0))
-	answered, stored, err := turn.Answer(ctx, reply("a1", 1))
+	answered, stored, err := turn.Answer(ctx, reply("a1", 1), memory.Usage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +286,7 @@ func testAnswer(t *testing.T, h Harness) {
 	if strings.Join(pending, " ") != "u2 u3 u4" {
 		t.Fatalf("pending %v, want u2 u3 u4", pending)
 	}
-	answered, stored, err = turn.Answer(ctx, reply("a2", 5))
+	answered, stored, err = turn.Answer(ctx, reply("a2", 5), memory.Usage{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -608,6 +611,73 @@ func testConcurrentStarts(t *testing.T, h Harness) {
 	turn.Unlock()
 	if _, total, err := stores[n-1].Messages(context.Background(), "t", 0, 10); err != nil || total != 1 {
 		t.Fatalf("another instance sees %d messages: %v", total, err)
+	}
+}
+
+func testThreadBytes(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	turn := lock(t, s, "t")
+	if th := open(t, turn, "t", "r"); th.Bytes != 0 {
+		t.Fatalf("a new thread stores %d bytes, want 0", th.Bytes)
+	}
+	msgs := []memory.Message{msg("u1", "user", "first", 0), msg("u2", "user", "héllo wörld", 1)}
+	appendMsgs(t, turn, msgs...)
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi", Parts: json.RawMessage(`[{"type":"text","text":"Hi"}]`),
+		Model: json.RawMessage(`[{"role":"assistant","content":"Hi"}]`), CreatedAt: base.Add(2 * time.Second)}
+	if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	want := msgs[0].Size() + msgs[1].Size() + reply.Size()
+	th, err := turn.Thread(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Bytes != want {
+		t.Fatalf("the thread stores %d bytes, want %d", th.Bytes, want)
+	}
+	if th, err := s.Thread(ctx, "t"); err != nil || th.Bytes != want {
+		t.Fatalf("read again: %d bytes, %v; want %d", th.Bytes, err, want)
+	}
+	ths, _, err := s.Threads(ctx, "r", memory.ThreadOrder{}, 0, 10)
+	if err != nil || len(ths) != 1 || ths[0].Bytes != want {
+		t.Fatalf("listed: %+v, %v; want %d bytes", ths, err, want)
+	}
+}
+
+func testUsage(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	day, next := memory.Day(base), memory.Day(base.Add(24*time.Hour))
+	if n, err := s.TokensUsed(ctx, "r", day); err != nil || n != 0 {
+		t.Fatalf("a resource with no runs used %d tokens (%v), want 0", n, err)
+	}
+	turn := lock(t, s, "t")
+	open(t, turn, "t", "r")
+	appendMsgs(t, turn, msg("u1", "user", "first", 0))
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi", Parts: json.RawMessage(`[]`), CreatedAt: base}
+	if _, _, err := turn.Answer(ctx, reply, memory.Usage{ResourceID: "r", Day: day, Tokens: 120}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []memory.Usage{{ResourceID: "r", Day: day, Tokens: 30}, {ResourceID: "r", Day: next, Tokens: 7}, {ResourceID: "other", Day: day, Tokens: 5}, {ResourceID: "r", Day: day, Tokens: 0}} {
+		if err := s.AddUsage(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		resource, day string
+		want          int64
+	}{{"r", day, 150}, {"r", next, 7}, {"other", day, 5}, {"nobody", day, 0}} {
+		if n, err := s.TokensUsed(ctx, c.resource, c.day); err != nil || n != c.want {
+			t.Errorf("%s on %s used %d tokens (%v), want %d", c.resource, c.day, n, err, c.want)
+		}
+	}
+}
+
+func testPing(t *testing.T, h Harness) {
+	s := h.open(t)
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatalf("a freshly migrated store fails its check: %v", err)
 	}
 }
 

@@ -90,7 +90,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s := &Store{pool: pool}
-	if err := s.Ping(ctx); err != nil {
+	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connecting to %s:%d: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Port, err)
 	}
@@ -165,10 +165,59 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Ping implements memory.Store.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+// Ping implements memory.Store: the schema is at this build's version, and
+// every table answers a query of the columns the store reads.
+func (s *Store) Ping(ctx context.Context) error {
+	all, err := migrate.Load(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if v != len(all) {
+		return fmt.Errorf("the schema is at version %d, this build expects %d", v, len(all))
+	}
+	var b pgx.Batch
+	b.Queue(`SELECT ` + threadCols + `, last_seq FROM threads LIMIT 1`)
+	b.Queue(`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`)
+	b.Queue(`SELECT resource_id, day, tokens FROM usage LIMIT 1`)
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("checking the schema: %w", err)
+	}
+	return nil
+}
 
-const threadCols = `id, resource_id, title, metadata, created_at, updated_at`
+// TokensUsed implements memory.Store.
+func (s *Store) TokensUsed(ctx context.Context, resourceID, day string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT tokens FROM usage WHERE resource_id = $1 AND day = $2::date`, resourceID, day).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading token usage: %w", err)
+	}
+	return n, nil
+}
+
+// AddUsage implements memory.Store.
+func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
+	if u.Tokens <= 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, addUsageSQL, u.ResourceID, u.Day, u.Tokens)
+	if err != nil {
+		return fmt.Errorf("counting token usage: %w", err)
+	}
+	return nil
+}
+
+const addUsageSQL = `INSERT INTO usage (resource_id, day, tokens) VALUES ($1, $2::date, $3)
+	ON CONFLICT (resource_id, day) DO UPDATE SET tokens = usage.tokens + excluded.tokens`
+
+const threadCols = `id, resource_id, title, metadata, created_at, updated_at, bytes`
 
 // Thread implements memory.Store.
 func (s *Store) Thread(ctx context.Context, id string) (memory.Thread, error) {
@@ -375,7 +424,7 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 	return out, err
 }
 
-func (t *turn) Answer(ctx context.Context, reply memory.Message) ([]memory.Message, memory.Message, error) {
+func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
 	var answered, stored []memory.Message
 	err := pgx.BeginFunc(ctx, t.conn, func(tx pgx.Tx) error {
 		var err error
@@ -384,7 +433,13 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message) ([]memory.Messa
 			return fmt.Errorf("marking messages answered: %w", err)
 		}
 		stored, err = appendTx(ctx, tx, t.id, []memory.Message{reply})
-		return err
+		if err != nil || u.Tokens <= 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, addUsageSQL, u.ResourceID, u.Day, u.Tokens); err != nil {
+			return fmt.Errorf("counting token usage: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, memory.Message{}, err
@@ -406,14 +461,16 @@ const copyThreshold = 64
 // appendTx numbers msgs after the thread's last message and inserts them.
 func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	var latest time.Time
+	var size int64
 	for _, m := range msgs {
 		if m.CreatedAt.After(latest) {
 			latest = m.CreatedAt
 		}
+		size += m.Size()
 	}
 	var last int64
-	err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2) WHERE id = $3 RETURNING last_seq`,
-		len(msgs), memory.Micro(latest), threadID).Scan(&last)
+	err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,
+		len(msgs), memory.Micro(latest), threadID, size).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
@@ -453,7 +510,7 @@ func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Mes
 func scanThread(r pgx.Row) (memory.Thread, error) {
 	var t memory.Thread
 	var meta []byte
-	err := r.Scan(&t.ID, &t.ResourceID, &t.Title, &meta, &t.CreatedAt, &t.UpdatedAt)
+	err := r.Scan(&t.ID, &t.ResourceID, &t.Title, &meta, &t.CreatedAt, &t.UpdatedAt, &t.Bytes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, memory.ErrNotFound
 	}

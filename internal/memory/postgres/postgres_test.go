@@ -2,8 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/memory/memorytest"
@@ -31,13 +34,13 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 1 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 2 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (1)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (2)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
@@ -70,5 +73,58 @@ func TestBadURL(t *testing.T) {
 	_, err := postgres.Open(context.Background(), "postgres://user:secret@127.0.0.1:1/x?sslmode=disable&connect_timeout=1")
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("got %v: want an error without the password", err)
+	}
+}
+
+// TestUpgradeFromVersion1: a database written by the first schema, with
+// threads in it, gets the byte counts of its threads on upgrade.
+func TestUpgradeFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := os.ReadFile("migrations/0001_threads_and_messages.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE schema_migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		string(v1),
+		`INSERT INTO schema_migrations (version, name) VALUES (1, '0001_threads_and_messages')`,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) VALUES ('t', 'r', now(), now(), 2), ('empty', 'r', now(), now(), 0)`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, parts, model, created_at) VALUES
+			('t', 1, 'u1', 'user', 'héllo', '[{"type":"text","text":"héllo"}]', NULL, now()),
+			('t', 2, 'a1', 'assistant', 'Hi', '[{"type":"text","text":"Hi"}]', '[{"role":"assistant","content":"Hi"}]', now())`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("writing a version 1 database: %v", err)
+		}
+	}
+	conn.Close(ctx)
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len("héllo") + len(`[{"type":"text","text":"héllo"}]`) + len("Hi") + len(`[{"type":"text","text":"Hi"}]`) + len(`[{"role":"assistant","content":"Hi"}]`))
+	for id, w := range map[string]int64{"t": want, "empty": 0} {
+		th, err := s.Thread(ctx, id)
+		if err != nil || th.Bytes != w {
+			t.Errorf("thread %s stores %d bytes (%v), want %d", id, th.Bytes, err, w)
+		}
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `ALTER TABLE messages DROP COLUMN run_id`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err == nil || !strings.Contains(err.Error(), "run_id") {
+		t.Fatalf("Ping of a schema without messages.run_id: %v", err)
 	}
 }

@@ -124,13 +124,68 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Close implements memory.Store.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Ping implements memory.Store.
+// Ping implements memory.Store: the schema is at this build's version, and
+// every table answers a query of the columns the store reads.
 func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	return s.db.QueryRowContext(ctx, `SELECT 1`).Scan(&one)
+	all, err := migrate.Load(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	v, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if v != len(all) {
+		return fmt.Errorf("the schema is at version %d, this build expects %d", v, len(all))
+	}
+	for _, q := range []string{
+		`SELECT ` + threadCols + `, last_seq FROM threads LIMIT 1`,
+		`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`,
+		`SELECT resource_id, day, tokens FROM usage LIMIT 1`,
+	} {
+		rows, err := s.db.QueryContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("checking the schema: %w", err)
+		}
+		rows.Close()
+	}
+	return nil
 }
 
-const threadCols = `id, resource_id, title, metadata, created_at, updated_at`
+// TokensUsed implements memory.Store.
+func (s *Store) TokensUsed(ctx context.Context, resourceID, day string) (int64, error) {
+	var n int64
+	err := s.db.QueryRowContext(ctx, `SELECT tokens FROM usage WHERE resource_id = ? AND day = ?`, resourceID, day).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading token usage: %w", err)
+	}
+	return n, nil
+}
+
+// AddUsage implements memory.Store.
+func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
+	if u.Tokens <= 0 {
+		return nil
+	}
+	return addUsage(ctx, s.db, u)
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func addUsage(ctx context.Context, db execer, u memory.Usage) error {
+	if _, err := db.ExecContext(ctx, `INSERT INTO usage (resource_id, day, tokens) VALUES (?, ?, ?)
+		ON CONFLICT (resource_id, day) DO UPDATE SET tokens = tokens + excluded.tokens`, u.ResourceID, u.Day, u.Tokens); err != nil {
+		return fmt.Errorf("counting token usage: %w", err)
+	}
+	return nil
+}
+
+const threadCols = `id, resource_id, title, metadata, created_at, updated_at, bytes`
 
 // Thread implements memory.Store.
 func (s *Store) Thread(ctx context.Context, id string) (memory.Thread, error) {
@@ -297,7 +352,7 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 	return out, nil
 }
 
-func (t *turn) Answer(ctx context.Context, reply memory.Message) ([]memory.Message, memory.Message, error) {
+func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
 	tx, err := t.s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
@@ -311,6 +366,11 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message) ([]memory.Messa
 	stored, err := appendTx(ctx, tx, t.id, []memory.Message{reply})
 	if err != nil {
 		return nil, memory.Message{}, err
+	}
+	if u.Tokens > 0 {
+		if err := addUsage(ctx, tx, u); err != nil {
+			return nil, memory.Message{}, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
@@ -327,13 +387,14 @@ func (t *turn) Delete(ctx context.Context) error {
 
 // appendTx numbers msgs after the thread's last message and inserts them.
 func appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
-	var latest int64
+	var latest, size int64
 	for _, m := range msgs {
 		latest = max(latest, memory.Micro(m.CreatedAt).UnixMicro())
+		size += m.Size()
 	}
 	var last int64
-	err := tx.QueryRowContext(ctx, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?) WHERE id = ? RETURNING last_seq`,
-		len(msgs), latest, threadID).Scan(&last)
+	err := tx.QueryRowContext(ctx, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq`,
+		len(msgs), latest, size, threadID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
@@ -369,7 +430,7 @@ func scanThread(r scanner) (memory.Thread, error) {
 	var t memory.Thread
 	var meta string
 	var created, updated int64
-	err := r.Scan(&t.ID, &t.ResourceID, &t.Title, &meta, &created, &updated)
+	err := r.Scan(&t.ID, &t.ResourceID, &t.Title, &meta, &created, &updated, &t.Bytes)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, memory.ErrNotFound
 	}

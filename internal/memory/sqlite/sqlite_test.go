@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"context"
+	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,7 +33,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(ctx)
-	if err != nil || v != 1 {
+	if err != nil || v != 2 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	// The settings every connection needs.
@@ -46,7 +48,72 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (1)") {
+	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (2)") {
 		t.Fatalf("opening a newer schema: %v", err)
+	}
+}
+
+// TestUpgradeFromVersion1: a file written by the first schema, with
+// threads in it, gets the byte counts of its threads on upgrade, and its
+// messages stay readable.
+func TestUpgradeFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "companion.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := os.ReadFile("migrations/0001_threads_and_messages.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL) STRICT`,
+		string(v1),
+		`INSERT INTO schema_migrations VALUES (1, '0001_threads_and_messages', 0)`,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) VALUES ('t', 'r', 0, 0, 2), ('empty', 'r', 0, 0, 0)`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, parts, model, created_at) VALUES
+			('t', 1, 'u1', 'user', 'héllo', '[{"type":"text","text":"héllo"}]', NULL, 0),
+			('t', 2, 'a1', 'assistant', 'Hi', '[{"type":"text","text":"Hi"}]', '[{"role":"assistant","content":"Hi"}]', 0)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("writing a version 1 file: %v", err)
+		}
+	}
+	db.Close()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(len("héllo") + len(`[{"type":"text","text":"héllo"}]`) + len("Hi") + len(`[{"type":"text","text":"Hi"}]`) + len(`[{"role":"assistant","content":"Hi"}]`))
+	for id, w := range map[string]int64{"t": want, "empty": 0} {
+		th, err := s.Thread(ctx, id)
+		if err != nil || th.Bytes != w {
+			t.Errorf("thread %s stores %d bytes (%v), want %d", id, th.Bytes, err, w)
+		}
+	}
+	msgs, total, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || total != 2 || len(msgs) != 2 || msgs[0].Text != "héllo" {
+		t.Fatalf("messages after the upgrade: %+v, %d, %v", msgs, total, err)
+	}
+}
+
+// TestPingSeesABrokenSchema: a table gone is a failed check, not "ready".
+func TestPingSeesABrokenSchema(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.DB().ExecContext(ctx, `DROP TABLE usage`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Fatalf("Ping of a schema without its usage table: %v", err)
 	}
 }
