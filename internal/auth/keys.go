@@ -13,16 +13,6 @@ import (
 	"strings"
 )
 
-// The API key file holds one key a line:
-//
-//	KEY RESOURCE[,RESOURCE...]   # the key may act for these resources
-//	KEY *                        # the key may act for any resource
-//	sha256:HEX RESOURCE          # the key given as the hex SHA-256 of it
-//
-// Fields are separated by whitespace; `#` starts a comment that runs to the
-// end of the line; blank lines are ignored. Several keys may name the same
-// resources, so a new key can be added before the old one is removed.
-
 // keySet is the API keys in force: only their digests are kept.
 type keySet struct {
 	entries []keyEntry
