@@ -6,6 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/companionhq/companion/internal/app"
 )
@@ -23,5 +26,26 @@ func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writ
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	return a.Serve(ctx, ln)
+	var metrics net.Listener
+	if cfg.MetricsAddr != "" {
+		if metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			ln.Close()
+			return fmt.Errorf("listening on %s for metrics: %w", cfg.MetricsAddr, err)
+		}
+	}
+	// SIGHUP re-reads the API keys file: keys rotate without a restart.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				_ = a.ReloadCredentials()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return a.Serve(ctx, ln, metrics)
 }

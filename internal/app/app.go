@@ -26,6 +26,7 @@ import (
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/auth"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/memory/postgres"
@@ -185,8 +186,21 @@ type App struct {
 	model   model.Model
 	tracing *sdktrace.TracerProvider
 	store   memory.Store
+	auth    *auth.Authenticator
+	metrics http.Handler
 	// draining is set at the start of a shutdown: /ready answers 503.
 	draining atomic.Bool
+}
+
+// ReloadCredentials reads the API keys file again (on SIGHUP). A file that
+// does not parse leaves the keys as they were.
+func (a *App) ReloadCredentials() error {
+	if err := a.auth.Reload(); err != nil {
+		a.log.Error("the API keys file was not reloaded: the keys in use stay", slog.String("error", err.Error()))
+		return err
+	}
+	a.log.Info("API keys reloaded")
+	return nil
 }
 
 // tracerName is the instrumentation scope of the agent's spans.
@@ -243,6 +257,18 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
+	authn, err := auth.New(ctx, auth.Config{
+		APIKeysFile: cfg.APIKeysFile, JWKSURL: cfg.JWKSURL, JWTSecretFile: cfg.JWTSecretFile,
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, ResourceClaim: cfg.JWTResourceClaim, Logger: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			authn.Close()
+		}
+	}()
 	store, err := OpenStore(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -259,6 +285,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		model:   m,
 		tracing: tp,
 		store:   store,
+		auth:    authn,
+		metrics: telemetry.Handler(reg),
+	}
+	apiMetrics := a.metrics
+	if cfg.MetricsAddr != "" {
+		apiMetrics = nil // served on its own listener only
 	}
 	a.handler = httpapi.NewServer(httpapi.Config{
 		Runner:         mem,
@@ -268,9 +300,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Limits:         cfg.Limits,
 		TracerProvider: tp,
 		// The caller's W3C traceparent, explicitly: no global propagator.
-		Propagator: propagation.TraceContext{},
-		Observer:   metrics,
-		Metrics:    telemetry.Handler(reg),
+		Propagator:     propagation.TraceContext{},
+		Observer:       metrics,
+		Metrics:        apiMetrics,
+		Auth:           authn,
+		CORSOrigins:    cfg.CORSOrigins,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	return a, nil
 }
@@ -301,6 +336,7 @@ func (a *App) Close() error {
 	if err := a.tracing.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("flushing spans: %w", err))
 	}
+	a.auth.Close()
 	return errors.Join(errs...)
 }
 
@@ -426,6 +462,19 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	return model.Resilient(m, p), nil
 }
 
+// loopback reports whether addr is reachable from this host only.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// metricsOnly serves h at /metrics and nothing else.
+func metricsOnly(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	return mux
+}
+
 // redactURL hides the password of a URL that carries one.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
@@ -438,8 +487,9 @@ func redactURL(s string) string {
 // Serve serves the API on ln until ctx ends, then shuts down gracefully: it
 // stops accepting, lets in-flight runs finish within the grace period,
 // cancels what is left (streams then end with an error event and
-// run-finish), and returns nil.
-func (a *App) Serve(ctx context.Context, ln net.Listener) error {
+// run-finish), and returns nil. metrics, when not nil, serves /metrics
+// alone (see Config.MetricsAddr).
+func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 	// Runs derive their context from base: cancelling it at the end of the
 	// grace period stops what is still running.
 	base, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
@@ -462,6 +512,17 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		slog.Bool("trace_content", a.cfg.TraceContent), slog.String("metrics", "/metrics"),
 		slog.String("database", DatabaseKind(a.cfg.DatabaseURL)),
 		slog.Int("history_window", a.cfg.HistoryWindow), slog.Duration("lock_wait", a.cfg.LockWait))
+
+	if !a.auth.Enabled() && !loopback(ln.Addr()) {
+		a.log.Warn("AUTHENTICATION IS OFF on a listener other hosts can reach: anyone who can connect may read and write every thread. "+
+			"Set -api-keys-file or -jwt-jwks-url (see docs/security.md), or listen on 127.0.0.1.", slog.String("addr", ln.Addr().String()))
+	}
+	if metrics != nil {
+		msrv := &http.Server{Handler: metricsOnly(a.metrics), ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		go func() { _ = msrv.Serve(metrics) }()
+		defer msrv.Close()
+		a.log.Info("serving metrics", slog.String("addr", metrics.Addr().String()))
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

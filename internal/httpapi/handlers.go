@@ -52,7 +52,12 @@ func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent
 	if err != nil {
 		return agent.Input{}, err
 	}
-	return decodeRun(body, s.cfg.Limits)
+	in, err := decodeRun(body, s.cfg.Limits)
+	if err != nil {
+		return in, err
+	}
+	in.ResourceID, err = s.actAs(r.Context(), in.ResourceID)
+	return in, err
 }
 
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run

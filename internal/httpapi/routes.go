@@ -15,7 +15,7 @@ const metricsPath = "/metrics"
 // routes lists the whole API.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.observeRequests, s.recoverPanics)
+	r.Use(s.observeRequests, s.recoverPanics, s.browserSafety)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperr.New(apperr.NotFound, "no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -23,20 +23,25 @@ func (s *Server) routes() chi.Router {
 		s.writeError(w, r, apperr.New(apperr.MethodNotAllowed, "method %s is not allowed on %s: use %s", r.Method, r.URL.Path, allowedMethods(s.router, r.URL.Path)))
 	})
 
+	// Probes answer anyone: an orchestrator has no credential.
 	r.Get("/health", s.handleHealth())
-	r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
-	r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
 	r.Get("/ready", s.handleReady())
-	if s.cfg.Metrics != nil {
-		r.Method(http.MethodGet, metricsPath, s.cfg.Metrics)
-	}
-	if s.cfg.Threads != nil {
-		r.Get("/api/memory/threads", s.handleListThreads())
-		r.Get("/api/memory/threads/{threadId}", s.handleGetThread())
-		r.With(s.requireJSON).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
-		r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())
-		r.Get("/api/memory/threads/{threadId}/messages", s.handleListMessages())
-	}
+
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate)
+		r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
+		r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
+		if s.cfg.Metrics != nil {
+			r.Method(http.MethodGet, metricsPath, s.cfg.Metrics)
+		}
+		if s.cfg.Threads != nil {
+			r.Get("/api/memory/threads", s.handleListThreads())
+			r.Get("/api/memory/threads/{threadId}", s.handleGetThread())
+			r.With(s.requireJSON).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
+			r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())
+			r.Get("/api/memory/threads/{threadId}/messages", s.handleListMessages())
+		}
+	})
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -139,6 +140,14 @@ type Config struct {
 	Observer Observer
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
+	// Auth authenticates every request but /health and /ready; nil, or one
+	// not Enabled, leaves authentication off.
+	Auth Authenticator
+	// CORSOrigins are the browser origins allowed to call the API.
+	CORSOrigins []string
+	// TrustedProxies are the networks whose X-Forwarded-For is believed
+	// when telling a request's client address.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the API's http.Handler.

@@ -34,7 +34,7 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 		tq := api.ThreadQuery{OrderBy: "createdAt", SortDirection: "DESC"}
 		err := strictQuery(q, "resourceId", "agentId", "page", "perPage", "orderBy", "sortDirection")
 		if err == nil {
-			tq.ResourceID, err = s.resourceParam(q, true)
+			tq.ResourceID, err = s.resourceParam(r.Context(), q, true)
 		}
 		if err == nil {
 			err = agentParam(q)
@@ -179,20 +179,29 @@ func (s *Server) threadParams(r *http.Request) (string, string, error) {
 	if err := agentParam(q); err != nil {
 		return "", "", err
 	}
-	rid, err := s.resourceParam(q, false)
+	rid, err := s.resourceParam(r.Context(), q, false)
 	return id, rid, err
 }
 
-func (s *Server) resourceParam(q url.Values, required bool) (string, error) {
+// resourceParam is the resource a threads request acts for: the
+// resourceId parameter, or with authentication the credential's.
+func (s *Server) resourceParam(ctx context.Context, q url.Values, required bool) (string, error) {
 	rid := q.Get("resourceId")
 	if !utf8.ValidString(rid) {
 		return "", apperr.New(apperr.Invalid, "resourceId is not valid UTF-8")
 	}
 	rid = strings.TrimSpace(rid)
+	if err := idLimit("resourceId", rid, s.cfg.Limits); err != nil {
+		return "", err
+	}
+	rid, err := s.actAs(ctx, rid)
+	if err != nil {
+		return "", err
+	}
 	if required && rid == "" {
 		return "", apperr.New(apperr.Invalid, "resourceId is required: threads are listed per resource, e.g. ?resourceId=user-1")
 	}
-	return rid, idLimit("resourceId", rid, s.cfg.Limits)
+	return rid, nil
 }
 
 // agentParam checks the optional agentId: the only agent's threads are all

@@ -1,0 +1,195 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/cors"
+
+	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/auth"
+)
+
+// Authenticator turns a bearer credential into an identity; *auth.Authenticator
+// is one.
+type Authenticator interface {
+	// Enabled reports whether any credential source is configured; when
+	// none is, requests are not authenticated.
+	Enabled() bool
+	Authenticate(ctx context.Context, bearer string) (auth.Identity, error)
+}
+
+type identityKey struct{}
+
+// identityOf is the identity the request authenticated as, when
+// authentication is on.
+func identityOf(ctx context.Context) (auth.Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(auth.Identity)
+	return id, ok
+}
+
+// authOn reports whether requests must carry a credential.
+func (s *Server) authOn() bool { return s.cfg.Auth != nil && s.cfg.Auth.Enabled() }
+
+// authenticate turns the request's bearer credential into an identity in
+// its context, or answers 401 (503 while the identity provider's keys
+// cannot be had). It does nothing when authentication is off.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.authOn() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id, err := s.credential(r)
+		if err != nil {
+			if apperr.CodeOf(err) == apperr.Unauthenticated {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="companion"`)
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		s.log.LogAttrs(r.Context(), slog.LevelDebug, "authenticated",
+			slog.String("method", id.Method), slog.String("subject", id.Subject))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+	})
+}
+
+func (s *Server) credential(r *http.Request) (auth.Identity, error) {
+	const none = "no credential: send Authorization: Bearer <API key or token>"
+	values := r.Header.Values("Authorization")
+	switch {
+	case len(values) == 0:
+		return auth.Identity{}, apperr.New(apperr.Unauthenticated, none)
+	case len(values) > 1:
+		return auth.Identity{}, apperr.New(apperr.Unauthenticated, "send one Authorization header, not %d", len(values))
+	}
+	scheme, bearer, ok := strings.Cut(values[0], " ")
+	bearer = strings.TrimSpace(bearer)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || bearer == "" {
+		return auth.Identity{}, apperr.New(apperr.Unauthenticated, "the Authorization header must be \"Bearer <API key or token>\"")
+	}
+	id, err := s.cfg.Auth.Authenticate(r.Context(), bearer)
+	if err == nil {
+		return id, nil
+	}
+	msg := "the credential is not valid"
+	var ae *auth.Error
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	if errors.Is(err, auth.ErrKeysUnavailable) {
+		return auth.Identity{}, apperr.Wrap(apperr.Unavailable, err, "%s", msg)
+	}
+	return auth.Identity{}, apperr.Wrap(apperr.Unauthenticated, err, "%s", msg)
+}
+
+// actAs is the resource a request acts for, given the resourceId it named
+// ("" for none). Without authentication it is the one named. With it, a
+// request that names none acts for its credential's resource, when the
+// credential names exactly one, and a resource the credential does not
+// allow is refused with 403.
+func (s *Server) actAs(ctx context.Context, named string) (string, error) {
+	id, ok := identityOf(ctx)
+	if !ok {
+		return named, nil
+	}
+	if named == "" {
+		if one, ok := id.Single(); ok {
+			return one, nil
+		}
+		return "", apperr.New(apperr.Invalid, "resourceId is required: this credential may act for several resources, so name one")
+	}
+	if !id.Allows(named) {
+		return "", apperr.New(apperr.Forbidden, "this credential may not act for resource %q", named)
+	}
+	return named, nil
+}
+
+// corsHeaders are the request headers a browser may send cross-origin.
+var corsHeaders = []string{"Authorization", "Content-Type", "X-Request-Id", "Traceparent", "Tracestate", "Last-Event-Id", "X-Stream-Format"}
+
+// browserSafety answers CORS for the allowed origins, and refuses the
+// preflight of any other origin with 403, so that no page elsewhere gets
+// to send a request that needs one. Credentials (cookies) are never
+// allowed: the API takes bearer credentials, which a page must send itself.
+func (s *Server) browserSafety(next http.Handler) http.Handler {
+	allowed := s.cfg.CORSOrigins
+	c := cors.New(cors.Options{
+		AllowedOrigins:   allowed,
+		AllowedMethods:   []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete},
+		AllowedHeaders:   corsHeaders,
+		ExposedHeaders:   []string{"X-Request-Id", "Retry-After"},
+		AllowCredentials: false,
+		MaxAge:           600,
+	}).Handler(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		preflight := r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != ""
+		if preflight && !slices.Contains(allowed, origin) {
+			s.writeError(w, r, apperr.New(apperr.Forbidden, "origin %q may not call this API: it is not among the allowed origins (-cors-origins)", origin))
+			return
+		}
+		if len(allowed) == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c.ServeHTTP(w, r)
+	})
+}
+
+// clientAddr is the address of the client that sent r: the peer's, or,
+// when the peer is a trusted proxy, the nearest address in
+// X-Forwarded-For that is not a trusted proxy's.
+func (s *Server) clientAddr(r *http.Request) string {
+	peer := peerAddr(r.RemoteAddr)
+	if !peer.IsValid() {
+		return r.RemoteAddr
+	}
+	if !s.trusted(peer) {
+		return peer.String()
+	}
+	hops := r.Header.Values("X-Forwarded-For")
+	var all []string
+	for _, h := range hops {
+		all = append(all, strings.Split(h, ",")...)
+	}
+	client := peer
+	for i := len(all) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(all[i]))
+		if err != nil {
+			break // a forged or broken entry: the last good hop is the client
+		}
+		client = a.Unmap()
+		if !s.trusted(client) {
+			break
+		}
+	}
+	return client.String()
+}
+
+func (s *Server) trusted(a netip.Addr) bool {
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func peerAddr(remote string) netip.Addr {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return a.Unmap()
+}
