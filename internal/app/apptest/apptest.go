@@ -7,10 +7,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/companionhq/companion/fakes/openmeteo"
 	"github.com/companionhq/companion/internal/app"
@@ -54,6 +56,57 @@ func StartLogged(t testing.TB, log *slog.Logger, configure func(*app.Config)) *S
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	return &Service{URL: srv.URL, App: a, OpenMeteo: om}
+}
+
+// Serving is a service run by App.Serve on a real listener, as the command
+// runs it: its server's timeouts and header limit apply.
+type Serving struct {
+	*Service
+	// Addr is the listener's host:port.
+	Addr string
+	// Stop starts a graceful shutdown (as SIGTERM would); Done is closed
+	// when Serve has returned.
+	Stop context.CancelFunc
+	Done <-chan struct{}
+}
+
+// Serve runs the service with App.Serve until the test ends (or Stop).
+func Serve(t testing.TB, log *slog.Logger, configure func(*app.Config)) *Serving {
+	t.Helper()
+	om := openmeteo.New()
+	omSrv := httptest.NewServer(om)
+	t.Cleanup(omSrv.Close)
+	cfg := app.Defaults()
+	cfg.WeatherGeocodingURL = omSrv.URL
+	cfg.WeatherForecastURL = omSrv.URL
+	cfg.DatabaseURL = SQLiteURL(t)
+	cfg.ShutdownGrace = 2 * time.Second
+	if configure != nil {
+		configure(&cfg)
+	}
+	a, err := app.New(context.Background(), cfg, log)
+	if err != nil {
+		t.Fatalf("building the app: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := a.Serve(ctx, ln, nil); err != nil {
+			t.Errorf("serving: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		_ = a.Close()
+	})
+	addr := ln.Addr().String()
+	return &Serving{Service: &Service{URL: "http://" + addr, App: a, OpenMeteo: om}, Addr: addr, Stop: cancel, Done: done}
 }
 
 // Post sends body to path and returns the response with its body read.
