@@ -123,7 +123,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	num(&cfg.Limits.MaxStreams, setting{"max-streams", "COMPANION_MAX_STREAMS", "most streams open at once; beyond it 503 with Retry-After"}, def.Limits.MaxStreams)
 	dur(&cfg.Limits.MaxRunDuration, setting{"max-run-duration", "COMPANION_MAX_RUN_DURATION", "longest a run may take; a stream then ends with an error event (RUN_TIMEOUT)"}, def.Limits.MaxRunDuration)
 	dur(&cfg.Limits.BodyReadTimeout, setting{"body-read-timeout", "COMPANION_BODY_READ_TIMEOUT", "longest a client may take to send a request body"}, def.Limits.BodyReadTimeout)
-	num(&cfg.MaxHeaderBytes, setting{"max-header-bytes", "COMPANION_MAX_HEADER_BYTES", "most bytes of request headers"}, def.MaxHeaderBytes)
+	num(&cfg.Limits.MaxHeaderBytes, setting{"max-header-bytes", "COMPANION_MAX_HEADER_BYTES", "most bytes of request headers"}, def.Limits.MaxHeaderBytes)
 	num(&cfg.RateLimit, setting{"rate-limit", "COMPANION_RATE_LIMIT", "requests per minute one resource, and one client address, may make; 0 for no limit"}, 0)
 	i64(&cfg.TokenQuota, setting{"token-quota", "COMPANION_TOKEN_QUOTA", "tokens one resource may use per UTC day; 0 for no quota"}, 0)
 	var redisURL string
@@ -198,7 +198,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		{cfg.Limits.MaxMessages < 1 || cfg.Limits.MaxMessageBytes < 1 || cfg.Limits.MaxIDBytes < 1 || cfg.Limits.MaxStreams < 1,
 			"max messages, max message bytes, max id bytes and max streams must be at least 1"},
 		{cfg.Limits.MaxRunDuration <= 0 || cfg.Limits.BodyReadTimeout <= 0, "max run duration and body read timeout must be positive"},
-		{cfg.MaxHeaderBytes < 4096, "max header bytes must be at least 4096"},
+		{cfg.Limits.MaxHeaderBytes < 4096, "max header bytes must be at least 4096"},
 		{cfg.RateLimit < 0 || cfg.TokenQuota < 0, "rate limit and token quota must not be negative"},
 		{cfg.ShutdownDelay < 0, "shutdown delay must not be negative"},
 		{strings.TrimSpace(cfg.JWTResourceClaim) == "", "the JWT resource claim must not be empty"},

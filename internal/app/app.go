@@ -53,8 +53,6 @@ type Config struct {
 	// shutdown while the listener still serves, so that a load balancer
 	// stops sending requests before it closes.
 	ShutdownDelay time.Duration
-	// MaxHeaderBytes caps a request's headers.
-	MaxHeaderBytes int
 
 	WeatherGeocodingURL string
 	WeatherForecastURL  string
@@ -151,7 +149,6 @@ func Defaults() Config {
 		Addr:                "127.0.0.1:4111",
 		MaxSteps:            agent.DefaultMaxSteps,
 		Limits:              httpapi.DefaultLimits(),
-		MaxHeaderBytes:      DefaultMaxHeaderBytes,
 		ShutdownGrace:       10 * time.Second,
 		WeatherGeocodingURL: weather.DefaultGeocodingURL,
 		WeatherForecastURL:  weather.DefaultForecastURL,
@@ -169,10 +166,6 @@ func Defaults() Config {
 		ModelRetryBudget:       p.RetryBudget,
 	}
 }
-
-// DefaultMaxHeaderBytes caps a request's headers: room for a large token,
-// far below net/http's 1 MiB.
-const DefaultMaxHeaderBytes = 64 << 10
 
 // DefaultDatabaseURL is a SQLite file under ./data/, relative to the
 // working directory.
@@ -497,7 +490,7 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 	srv := &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    a.cfg.MaxHeaderBytes,
+		MaxHeaderBytes:    a.cfg.Limits.ServerMaxHeaderBytes(),
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),

@@ -19,6 +19,7 @@ const (
 	UnsupportedMedia Code = "unsupported_media"  // the body is not of a type the route takes
 	SlowRequest      Code = "slow_request"       // the body did not arrive in time
 	TooLarge         Code = "too_large"          // the request is too big
+	HeadersTooLarge  Code = "headers_too_large"  // the request's headers are too big
 	NotFound         Code = "not_found"          // what it names does not exist
 	MethodNotAllowed Code = "method_not_allowed" // the route exists, the method does not
 	Forbidden        Code = "forbidden"          // it belongs to someone else

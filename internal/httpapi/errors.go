@@ -24,6 +24,8 @@ func statusOf(c apperr.Code) int {
 		return http.StatusUnsupportedMediaType
 	case apperr.SlowRequest:
 		return http.StatusRequestTimeout
+	case apperr.HeadersTooLarge:
+		return http.StatusRequestHeaderFieldsTooLarge
 	case apperr.TooLarge:
 		return http.StatusRequestEntityTooLarge
 	case apperr.NotFound:

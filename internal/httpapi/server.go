@@ -19,6 +19,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/requestid"
 )
 
@@ -76,7 +77,15 @@ type Limits struct {
 	// BodyReadTimeout caps the time a client may take to send a request
 	// body once its headers are in (408 beyond it).
 	BodyReadTimeout time.Duration
+	// MaxHeaderBytes caps a request's headers (431 beyond it). The HTTP
+	// server's own cap (ServerMaxHeaderBytes) sits a little above, so that
+	// most heads over the limit still get a JSON error naming it.
+	MaxHeaderBytes int
 }
+
+// ServerMaxHeaderBytes is the http.Server's MaxHeaderBytes for l: past it
+// the server itself refuses the request, in plain text.
+func (l Limits) ServerMaxHeaderBytes() int { return l.orDefaults().MaxHeaderBytes + 16<<10 }
 
 // DefaultLimits are the limits the service runs with unless told otherwise.
 func DefaultLimits() Limits {
@@ -88,6 +97,7 @@ func DefaultLimits() Limits {
 		MaxStreams:      1000,
 		MaxRunDuration:  10 * time.Minute,
 		BodyReadTimeout: 10 * time.Second,
+		MaxHeaderBytes:  64 << 10,
 	}
 }
 
@@ -114,6 +124,9 @@ func (l Limits) orDefaults() Limits {
 	}
 	if l.BodyReadTimeout <= 0 {
 		l.BodyReadTimeout = d.BodyReadTimeout
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
 	}
 	return l
 }
@@ -200,5 +213,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = requestid.New()
 	}
 	w.Header().Set(requestid.Header, id)
-	s.handler.ServeHTTP(w, r.WithContext(requestid.With(r.Context(), id)))
+	r = r.WithContext(requestid.With(r.Context(), id))
+	if n := headerBytes(r); n > s.cfg.Limits.MaxHeaderBytes {
+		s.writeError(w, r, apperr.New(apperr.HeadersTooLarge, "request headers are %d bytes, more than the limit of %d (-max-header-bytes)", n, s.cfg.Limits.MaxHeaderBytes))
+		return
+	}
+	s.handler.ServeHTTP(w, r)
+}
+
+// headerBytes is the size of r's head as the client sent it, near enough:
+// the request line and each header line.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }

@@ -523,3 +523,22 @@ func TestReadyDuringShutdown(t *testing.T) {
 	}
 	<-srv.Done
 }
+
+// TestHeaderLimit: headers past -max-header-bytes get 431 and a JSON error
+// naming the limit; far past it the HTTP server refuses them itself.
+func TestHeaderLimit(t *testing.T) {
+	srv := apptest.Serve(t, nil, func(c *app.Config) { c.Limits.MaxHeaderBytes = 8 << 10 })
+	for _, tc := range []struct {
+		size   int
+		status int
+		json   bool
+	}{{1 << 10, 200, true}, {10 << 10, 431, true}, {200 << 10, 431, false}} {
+		res, b := srv.DoHeader(t, "GET", "/health", "", http.Header{"X-Big": {strings.Repeat("x", tc.size)}})
+		if res.StatusCode != tc.status {
+			t.Fatalf("%d bytes of headers: %d %.200s", tc.size, res.StatusCode, b)
+		}
+		if tc.status == 431 && tc.json && !strings.Contains(errorOf(t, b), "(-max-header-bytes)") {
+			t.Fatalf("%d bytes of headers: %s", tc.size, b)
+		}
+	}
+}
