@@ -33,14 +33,14 @@ func ServerURL() string {
 	return DefaultURL
 }
 
-// unavailable skips the test, or fails it with CI=true.
-func unavailable(t testing.TB, format string, args ...any) {
+// unavailable skips the test, or fails it with CI=true, saying what is
+// missing and how to provide it.
+func unavailable(t testing.TB, missing, remedy string) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("Redis is required in CI (CI=true): %s (set COMPANION_TEST_REDIS_URL, or start it with .ci/redis)", msg)
+		t.Fatalf("Redis is required in CI (CI=true): %s (%s)", missing, remedy)
 	}
-	t.Skipf("skipping: %s (set COMPANION_TEST_REDIS_URL or start Redis with .ci/redis)", msg)
+	t.Skipf("skipping: %s (%s)", missing, remedy)
 }
 
 // Options returns client options for the shared test server, once it has
@@ -56,7 +56,8 @@ func Options(t testing.TB) *redis.Options {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		unavailable(t, "Redis at %s is unreachable: %v", opts.Addr, err)
+		unavailable(t, fmt.Sprintf("Redis at %s is unreachable: %v", opts.Addr, err),
+			"set COMPANION_TEST_REDIS_URL, or start it with .ci/redis")
 	}
 	return opts
 }
@@ -112,7 +113,7 @@ type Server struct {
 func StartServer(t testing.TB) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		unavailable(t, "redis-server is not installed for a private server")
+		unavailable(t, "redis-server is not on PATH to run a private server", "install it, with .ci/redis for one")
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
