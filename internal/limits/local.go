@@ -27,7 +27,7 @@ const idleAfter = time.Minute
 // starts afresh when it comes back. It is safe for concurrent use.
 type Local struct {
 	perMinute int
-	every     rate.Limit // tokens per second
+	perSecond rate.Limit // tokens added per second
 	now       func() time.Time
 	maxKeys   int
 
@@ -64,7 +64,7 @@ func NewLocal(perMinute int, opts ...LocalOption) *Local {
 	perMinute = max(perMinute, 0)
 	l := &Local{
 		perMinute: perMinute,
-		every:     rate.Limit(float64(perMinute) / 60),
+		perSecond: rate.Limit(float64(perMinute) / 60),
 		now:       time.Now,
 		maxKeys:   DefaultMaxKeys,
 		keys:      make(map[string]*list.Element),
@@ -88,7 +88,7 @@ func (l *Local) Allow(_ context.Context, key string) (Decision, error) {
 		return Decision{Allowed: true, Limit: l.perMinute, Remaining: int(b.lim.TokensAt(now))}, nil
 	}
 	missing := 1 - b.lim.TokensAt(now)
-	wait := time.Duration(math.Ceil(missing / float64(l.every) * float64(time.Second)))
+	wait := time.Duration(math.Ceil(missing / float64(l.perSecond) * float64(time.Second)))
 	return refused(l.perMinute, wait), nil
 }
 
@@ -121,7 +121,7 @@ func (l *Local) bucket(key string, now time.Time) *bucket {
 	for len(l.keys) >= l.maxKeys {
 		l.forget(l.lru.Back())
 	}
-	b := &bucket{key: key, lim: rate.NewLimiter(l.every, l.perMinute), used: now}
+	b := &bucket{key: key, lim: rate.NewLimiter(l.perSecond, l.perMinute), used: now}
 	l.keys[key] = l.lru.PushFront(b)
 	return b
 }

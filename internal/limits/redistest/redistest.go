@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -136,7 +137,7 @@ func (s *Server) Start() {
 	if s.cmd != nil {
 		return
 	}
-	log, err := os.OpenFile(s.dir+"/redis.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func (s *Server) Start() {
 				continue
 			}
 		}
-		out, _ := os.ReadFile(s.dir + "/redis.log")
+		out, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 		s.t.Fatalf("redis-server on %s does not answer: %v\n%s", s.Addr(), err, out)
 	}
 }
