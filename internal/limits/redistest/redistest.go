@@ -1,0 +1,190 @@
+// Package redistest gives tests a Redis: the shared test server, with a key
+// prefix of their own, or a private server they may stop and start.
+//
+// The shared server is the one named by COMPANION_TEST_REDIS_URL, or the
+// local default. When it cannot be reached, or redis-server is not installed
+// for a private one, tests are skipped with a message, except with CI=true,
+// where they fail: CI must test Redis.
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultURL is the server tests use when COMPANION_TEST_REDIS_URL is unset.
+const DefaultURL = "redis://127.0.0.1:6379/0"
+
+// ServerURL is the URL of the shared test server.
+func ServerURL() string {
+	if u := os.Getenv("COMPANION_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// unavailable skips the test, or fails it with CI=true, saying what is
+// missing and how to provide it.
+func unavailable(t testing.TB, missing, remedy string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("Redis is required in CI (CI=true): %s (%s)", missing, remedy)
+	}
+	t.Skipf("skipping: %s (%s)", missing, remedy)
+}
+
+// Options returns client options for the shared test server, once it has
+// answered a PING.
+func Options(t testing.TB) *redis.Options {
+	t.Helper()
+	opts, err := redis.ParseURL(ServerURL())
+	if err != nil {
+		t.Fatalf("COMPANION_TEST_REDIS_URL: %v", err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		unavailable(t, fmt.Sprintf("Redis at %s is unreachable: %v", opts.Addr, err),
+			"set COMPANION_TEST_REDIS_URL, or start it with .ci/redis")
+	}
+	return opts
+}
+
+// Client returns a client of the shared test server, closed when the test
+// ends. Each call makes a new client, as separate instances would have.
+func Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(Options(t))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Prefix returns a key prefix no other test uses. When the test ends, every
+// key of the shared server that contains it is deleted, whatever was put
+// before it.
+func Prefix(t testing.TB) string {
+	t.Helper()
+	opts := Options(t)
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	t.Cleanup(func() {
+		c := redis.NewClient(opts)
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		iter := c.Scan(ctx, 0, "*"+id+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+				t.Errorf("deleting test key %s: %v", iter.Val(), err)
+			}
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("finding the test's keys: %v", err)
+		}
+	})
+	return "companion_test:" + id + ":"
+}
+
+// Server is a private redis-server on a port of its own, without
+// persistence, that a test may stop and start again on the same port.
+type Server struct {
+	t    testing.TB
+	dir  string
+	port int
+	cmd  *exec.Cmd
+	done chan struct{} // closed when cmd has exited
+	log  *os.File
+}
+
+// StartServer starts a private redis-server, stopped when the test ends.
+func StartServer(t testing.TB) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		unavailable(t, "redis-server is not on PATH to run a private server", "install it, with .ci/redis for one")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	s := &Server{t: t, dir: t.TempDir(), port: port}
+	t.Cleanup(s.Stop)
+	s.Start()
+	return s
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Start starts the server, when stopped, and waits until it answers.
+func (s *Server) Start() {
+	s.t.Helper()
+	if s.cmd != nil {
+		return
+	}
+	log, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := exec.Command("redis-server",
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", s.dir)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		s.t.Fatalf("starting redis-server: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.cmd, s.done, s.log = cmd, done, log
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-done:
+			err = fmt.Errorf("it exited: %v", cmd.ProcessState)
+		case <-time.After(20 * time.Millisecond):
+			if time.Now().Before(deadline) {
+				continue
+			}
+		}
+		out, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+		s.t.Fatalf("redis-server on %s does not answer: %v\n%s", s.Addr(), err, out)
+	}
+}
+
+// Stop kills the server, when started, and waits until it has exited.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.log.Close()
+	s.cmd, s.done, s.log = nil, nil, nil
+}
