@@ -10,12 +10,17 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/companionhq/companion/internal/app"
 )
 
 // serve builds the service and serves it until ctx ends.
 func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// go-redis logs through a logger of its own, to stderr by default: route
+	// it into ours, where a Redis outage is already reported once.
+	redis.SetLogger(redisLog{log})
 	cfg.Version = version()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
@@ -48,4 +53,11 @@ func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writ
 		}
 	}()
 	return a.Serve(ctx, ln, metrics)
+}
+
+// redisLog is go-redis's logger on our log, at debug level.
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }

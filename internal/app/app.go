@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/auth"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/memory/postgres"
 	"github.com/companionhq/companion/internal/memory/sqlite"
@@ -181,6 +183,8 @@ type App struct {
 	store   memory.Store
 	auth    *auth.Authenticator
 	metrics http.Handler
+	// closeLimiter closes the rate limiter's Redis client, if any.
+	closeLimiter func()
 	// draining is set at the start of a shutdown: /ready answers 503.
 	draining atomic.Bool
 }
@@ -285,6 +289,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if cfg.MetricsAddr != "" {
 		apiMetrics = nil // served on its own listener only
 	}
+	limiter, closeLimiter, err := newRateLimiter(cfg, log, metrics)
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	a.closeLimiter = closeLimiter
 	a.handler = httpapi.NewServer(httpapi.Config{
 		Runner:         mem,
 		Threads:        mem,
@@ -299,8 +309,42 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Auth:           authn,
 		CORSOrigins:    cfg.CORSOrigins,
 		TrustedProxies: cfg.TrustedProxies,
+		RateLimiter:    limiter,
 	})
 	return a, nil
+}
+
+// newRateLimiter builds the request rate limiter of cfg: none without a
+// rate limit; in process; or shared through Redis, falling back to the
+// in-process one while Redis cannot be reached.
+func newRateLimiter(cfg Config, log *slog.Logger, metrics *telemetry.Metrics) (httpapi.RateLimiter, func(), error) {
+	nothing := func() {}
+	if cfg.RateLimit <= 0 {
+		return nil, nothing, nil
+	}
+	local := limits.NewLocal(cfg.RateLimit)
+	if cfg.RedisURL == "" {
+		return local, nothing, nil
+	}
+	opts, err := limits.ParseRedisURL(string(cfg.RedisURL))
+	if err != nil {
+		return nil, nil, fmt.Errorf("the Redis URL: %w", err)
+	}
+	client := redis.NewClient(opts)
+	metrics.RateLimitsShared(true)
+	f := limits.NewFallback(limits.NewRedis(client, cfg.RateLimit, limits.DefaultPrefix), local, limits.FallbackOptions{
+		OnChange: func(up bool, err error) {
+			metrics.RateLimitsShared(up)
+			if up {
+				log.Info("Redis answers again: rate limits are shared by every instance")
+				return
+			}
+			log.Warn("Redis cannot be reached: rate limits are kept by this instance alone until it answers",
+				slog.String("error", err.Error()))
+		},
+	})
+	log.Info("rate limits shared through Redis", slog.String("redis", opts.Addr), slog.Int("per_minute", cfg.RateLimit))
+	return f, func() { _ = client.Close() }, nil
 }
 
 // ready is the readiness check: not ready from the start of a shutdown,
@@ -330,6 +374,7 @@ func (a *App) Close() error {
 		errs = append(errs, fmt.Errorf("flushing spans: %w", err))
 	}
 	a.auth.Close()
+	a.closeLimiter()
 	return errors.Join(errs...)
 }
 

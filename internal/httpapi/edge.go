@@ -3,17 +3,22 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/cors"
 
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/auth"
+	"github.com/companionhq/companion/internal/limits"
 )
 
 // Authenticator turns a bearer credential into an identity; *auth.Authenticator
@@ -109,6 +114,60 @@ func (s *Server) actAs(ctx context.Context, named string) (string, error) {
 		return "", apperr.New(apperr.Forbidden, "this credential may not act for resource %q", named)
 	}
 	return named, nil
+}
+
+// RateLimiter admits requests per key; *limits.Local and *limits.Fallback
+// are ones.
+type RateLimiter interface {
+	Allow(ctx context.Context, key string) (limits.Decision, error)
+}
+
+// Scopes of a rate limit, as RequestLimited reports them.
+const (
+	ScopeAddress  = "address"
+	ScopeResource = "resource"
+	ScopeQuota    = "quota"
+)
+
+// limitAddress admits the request under its client address's rate limit.
+func (s *Server) limitAddress(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.RateLimiter != nil {
+			addr := s.clientAddr(r)
+			if err := s.admit(r.Context(), ScopeAddress, "addr:"+addr, "client address "+addr); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitResource admits a request that acts for resource under the
+// resource's rate limit. Requests that name no resource have only their
+// address's.
+func (s *Server) limitResource(ctx context.Context, resource string) error {
+	if s.cfg.RateLimiter == nil || resource == "" {
+		return nil
+	}
+	return s.admit(ctx, ScopeResource, "resource:"+resource, "resource "+strconv.Quote(resource))
+}
+
+func (s *Server) admit(ctx context.Context, scope, key, who string) error {
+	d, err := s.cfg.RateLimiter.Allow(ctx, key)
+	if err != nil {
+		return apperr.Wrap(apperr.Unavailable, err, "the request was cancelled")
+	}
+	if d.Allowed {
+		return nil
+	}
+	s.obs.RequestLimited(scope)
+	return apperr.New(apperr.RateLimited, "%s made more than %d requests in a minute, its limit (-rate-limit): try again in %s",
+		who, d.Limit, retryIn(d.RetryAfter)).After(d.RetryAfter)
+}
+
+func retryIn(d time.Duration) string {
+	return fmt.Sprintf("%ds", int(math.Ceil(d.Seconds())))
 }
 
 // corsHeaders are the request headers a browser may send cross-origin.

@@ -56,8 +56,10 @@ func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent
 	if err != nil {
 		return in, err
 	}
-	in.ResourceID, err = s.actAs(r.Context(), in.ResourceID)
-	return in, err
+	if in.ResourceID, err = s.actAs(r.Context(), in.ResourceID); err != nil {
+		return in, err
+	}
+	return in, s.limitResource(r.Context(), in.ResourceID)
 }
 
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run
@@ -72,6 +74,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 		ctx, cancel := s.runContext(r)
 		defer cancel()
 		res, err := s.cfg.Runner.Run(ctx, in, nil)
+		s.countQuota(err)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -119,6 +122,7 @@ func (s *Server) handleStream() http.HandlerFunc {
 		ctx, cancel := s.runContext(r)
 		defer cancel()
 		_, err = s.cfg.Runner.Run(ctx, in, ew.Emit)
+		s.countQuota(err)
 		switch {
 		case err != nil && !ew.committed:
 			s.writeError(w, r, err)
@@ -148,5 +152,13 @@ func (s *Server) admitStream() (release func(), err error) {
 	default:
 		return nil, apperr.New(apperr.Unavailable,
 			"the service has %d streams open, its limit (-max-streams): try again shortly", s.cfg.Limits.MaxStreams).After(time.Second)
+	}
+}
+
+// countQuota reports a run refused by its resource's token quota, the one
+// rate limit the runner applies.
+func (s *Server) countQuota(err error) {
+	if err != nil && apperr.CodeOf(err) == apperr.RateLimited {
+		s.obs.RequestLimited(ScopeQuota)
 	}
 }

@@ -35,6 +35,7 @@ func (o *recObserver) add(s string) {
 func (o *recObserver) RequestServed(method, route string, status int, _ time.Duration) {
 	o.add(fmt.Sprintf("served %s %s %d", method, route, status))
 }
+func (o *recObserver) RequestLimited(scope string)      { o.add("limited " + scope) }
 func (o *recObserver) StreamOpened()                    { o.add("opened") }
 func (o *recObserver) StreamClosed()                    { o.add("closed") }
 func (o *recObserver) StreamFirstEvent(d time.Duration) { o.add("first event") }

@@ -28,7 +28,8 @@ func (s *Server) routes() chi.Router {
 	r.Get("/ready", s.handleReady())
 
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate)
+		// The address's limit comes first: it also bounds guessing at keys.
+		r.Use(s.limitAddress, s.authenticate)
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
 		if s.cfg.Metrics != nil {

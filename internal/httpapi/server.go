@@ -44,6 +44,9 @@ type Observer interface {
 	// request arrived.
 	StreamFirstEvent(elapsed time.Duration)
 	StreamFirstText(elapsed time.Duration)
+	// RequestLimited is called when a request is refused by a rate limit or
+	// a quota; scope is ScopeAddress, ScopeResource or ScopeQuota.
+	RequestLimited(scope string)
 }
 
 type nopObserver struct{}
@@ -53,6 +56,7 @@ func (nopObserver) StreamOpened()                                    {}
 func (nopObserver) StreamClosed()                                    {}
 func (nopObserver) StreamFirstEvent(time.Duration)                   {}
 func (nopObserver) StreamFirstText(time.Duration)                    {}
+func (nopObserver) RequestLimited(string)                            {}
 
 // DefaultMaxBodyBytes caps a request body unless Config says otherwise.
 const DefaultMaxBodyBytes = 1 << 20
@@ -161,6 +165,9 @@ type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when telling a request's client address.
 	TrustedProxies []netip.Prefix
+	// RateLimiter, when set, limits the requests of each client address
+	// and each resource (keys "addr:..." and "resource:...").
+	RateLimiter RateLimiter
 }
 
 // Server is the API's http.Handler.

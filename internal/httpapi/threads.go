@@ -198,6 +198,9 @@ func (s *Server) resourceParam(ctx context.Context, q url.Values, required bool)
 	if err != nil {
 		return "", err
 	}
+	if err := s.limitResource(ctx, rid); err != nil {
+		return "", err
+	}
 	if required && rid == "" {
 		return "", apperr.New(apperr.Invalid, "resourceId is required: threads are listed per resource, e.g. ?resourceId=user-1")
 	}

@@ -54,6 +54,8 @@ type Metrics struct {
 	modelDuration *prometheus.HistogramVec
 	toolCalls     *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
+	limited       *prometheus.CounterVec
+	sharedLimits  prometheus.Gauge
 }
 
 var (
@@ -136,10 +138,19 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Length of tool calls, by tool and outcome.",
 			Buckets: toolBuckets,
 		}, []string{"tool", "outcome"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "requests_limited_total",
+			Help: "Requests refused with 429, by scope: address (a client address's rate limit), resource (a resource's rate limit), quota (a resource's daily token quota).",
+		}, []string{"scope"}),
+		sharedLimits: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "rate_limits_shared",
+			Help: "1 while the rate limits are shared through Redis, 0 while this instance limits on its own (no Redis configured, or Redis unreachable).",
+		}),
 	}
 	for _, c := range []prometheus.Collector{
 		m.httpRequests, m.httpDuration, m.streamsOpen, m.firstEvent, m.firstText, m.runsInFlight, m.runs,
 		m.runDuration, m.runSteps, m.tokens, m.modelCalls, m.modelDuration, m.toolCalls, m.toolDuration,
+		m.limited, m.sharedLimits,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -173,6 +184,9 @@ func Handler(reg *prometheus.Registry) http.Handler {
 // dashboards and alert ratios read 0, not "no data", before the first
 // failure (the Prometheus advice for label values known in advance).
 func (m *Metrics) Known(provider, model string, tools ...string) {
+	for _, scope := range []string{httpapi.ScopeAddress, httpapi.ScopeResource, httpapi.ScopeQuota} {
+		m.limited.WithLabelValues(scope)
+	}
 	for _, o := range []string{outcomeOK, outcomeError} {
 		m.modelCalls.WithLabelValues(provider, model, o)
 		for _, t := range tools {
@@ -186,6 +200,18 @@ func (m *Metrics) RequestServed(method, route string, status int, elapsed time.D
 	method, code := boundedMethod(method), strconv.Itoa(status)
 	m.httpRequests.WithLabelValues(method, route, code).Inc()
 	m.httpDuration.WithLabelValues(method, route, code).Observe(elapsed.Seconds())
+}
+
+// RequestLimited implements httpapi.Observer.
+func (m *Metrics) RequestLimited(scope string) { m.limited.WithLabelValues(scope).Inc() }
+
+// RateLimitsShared records whether the rate limits are shared through Redis.
+func (m *Metrics) RateLimitsShared(shared bool) {
+	v := 0.0
+	if shared {
+		v = 1
+	}
+	m.sharedLimits.Set(v)
 }
 
 // StreamOpened implements httpapi.Observer.
