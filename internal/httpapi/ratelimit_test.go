@@ -28,7 +28,9 @@ func unique(prefix string) string {
 func from(addr string) http.Header { return http.Header{"X-Forwarded-For": {addr}} }
 
 // behindProxy trusts the loopback proxy the tests' requests come from.
-func behindProxy(c *app.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} }
+func behindProxy(c *app.Config) {
+	c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+}
 
 func generate(thread, resource string) string {
 	return fmt.Sprintf(`{"threadId":%q,"resourceId":%q,"messages":[{"role":"user","content":"Hi"}]}`, thread, resource)
