@@ -163,7 +163,7 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 		case "":
 			return in, apperr.New(apperr.Invalid, `messages[%d].role is required: "user", "assistant" or "system"`, i)
 		default:
-			return in, apperr.New(apperr.Invalid, `messages[%d].role must be "user", "assistant" or "system", not %q`, i, m.Role)
+			return in, apperr.New(apperr.Invalid, `messages[%d].role must be "user", "assistant" or "system", not %q`, i, clip(m.Role))
 		}
 		if strings.TrimSpace(m.Content) == "" {
 			return in, apperr.New(apperr.Invalid, "messages[%d].content is required and must not be empty", i)
@@ -190,7 +190,7 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 	}
 	p, err := agent.ParsePersonality(name)
 	if err != nil {
-		return in, apperr.New(apperr.Invalid, "%s: %q is not a personality: use one of guru, wanderer, friend, philosopher", field, name)
+		return in, apperr.New(apperr.Invalid, "%s: %q is not a personality: use one of guru, wanderer, friend, philosopher", field, clip(name))
 	}
 	in.Personality = p
 
@@ -217,7 +217,7 @@ func idLimit(field, id string, lim Limits) error {
 // agentID checks the {agentId} of a route.
 func agentID(id string) error {
 	if id != api.AgentID {
-		return apperr.New(apperr.NotFound, "agent %q not found: the only agent is %s", id, api.AgentID)
+		return apperr.New(apperr.NotFound, "agent %q not found: the only agent is %s", clip(id), api.AgentID)
 	}
 	return nil
 }

@@ -191,7 +191,7 @@ func (s *Server) browserSafety(next http.Handler) http.Handler {
 		origin := r.Header.Get("Origin")
 		preflight := r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != ""
 		if preflight && !slices.Contains(allowed, origin) {
-			s.writeError(w, r, apperr.New(apperr.Forbidden, "origin %q may not call this API: it is not among the allowed origins (-cors-origins)", origin))
+			s.writeError(w, r, apperr.New(apperr.Forbidden, "origin %q may not call this API: it is not among the allowed origins (-cors-origins)", clip(origin)))
 			return
 		}
 		if len(allowed) == 0 {

@@ -118,10 +118,10 @@ func jsonContentType(values []string) error {
 	}
 	mt, params, err := mime.ParseMediaType(values[0])
 	if err != nil || mt != "application/json" {
-		return apperr.New(apperr.UnsupportedMedia, "%s, not %q", want, values[0])
+		return apperr.New(apperr.UnsupportedMedia, "%s, not %q", want, clip(values[0]))
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return apperr.New(apperr.UnsupportedMedia, "%s with charset utf-8 (or none), not %q", want, cs)
+		return apperr.New(apperr.UnsupportedMedia, "%s with charset utf-8 (or none), not %q", want, clip(cs))
 	}
 	return nil
 }

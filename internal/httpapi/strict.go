@@ -249,7 +249,7 @@ func (w *walker) object(s *schema, path string, depth int) error {
 		key, _ := tok.(string)
 		at := join(path, key)
 		if seen[key] {
-			return apperr.New(apperr.Invalid, "key %q appears more than once in %s: each key may be given once", key, objectName(path))
+			return apperr.New(apperr.Invalid, "key %q appears more than once in %s: each key may be given once", clip(key), clip(objectName(path)))
 		}
 		seen[key] = true
 		var child *schema
@@ -257,7 +257,7 @@ func (w *walker) object(s *schema, path string, depth int) error {
 			if c, ok := s.fields[key]; ok {
 				child = c
 			} else if name, ok := foldMatch(s.fields, key); ok {
-				return apperr.New(apperr.Invalid, "key %q is not %q: keys are case-sensitive", at, join(path, name))
+				return apperr.New(apperr.Invalid, "key %q is not %q: keys are case-sensitive", clip(at), clip(join(path, name)))
 			}
 		}
 		if err := w.value(orFree(child), at, depth); err != nil {
@@ -316,13 +316,27 @@ var errSyntax = errors.New("syntax")
 func strictQuery(q url.Values, names ...string) error {
 	for key, vs := range q {
 		if len(vs) > 1 {
-			return apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", key, len(vs))
+			return apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", clip(key), len(vs))
 		}
 		for _, n := range names {
 			if key != n && strings.EqualFold(key, n) {
-				return apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", key, n)
+				return apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", clip(key), n)
 			}
 		}
 	}
 	return nil
+}
+
+// clip shortens what a client sent for quoting in an error message: a
+// message must not grow with the input.
+func clip(s string) string {
+	const most = 80
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

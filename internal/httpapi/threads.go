@@ -160,7 +160,7 @@ func (s *Server) threadParams(r *http.Request) (string, string, error) {
 	// chi matches the escaped path when there is one.
 	id, err := url.PathUnescape(raw)
 	if err != nil {
-		return "", "", apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", raw)
+		return "", "", apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", clip(raw))
 	}
 	if !utf8.ValidString(id) {
 		return "", "", apperr.New(apperr.Invalid, "threadId is not valid UTF-8")
@@ -221,12 +221,12 @@ func pageParams(q url.Values) (page, perPage int, err error) {
 	perPage = api.DefaultPerPage
 	if v := q.Get("page"); v != "" {
 		if page, err = strconv.Atoi(v); err != nil || page < 0 {
-			return 0, 0, apperr.New(apperr.Invalid, "page must be a whole number from 0, not %q", v)
+			return 0, 0, apperr.New(apperr.Invalid, "page must be a whole number from 0, not %q", clip(v))
 		}
 	}
 	if v := q.Get("perPage"); v != "" {
 		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > api.MaxPerPage {
-			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", api.MaxPerPage, v)
+			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", api.MaxPerPage, clip(v))
 		}
 	}
 	// The offset must stay a sane number.
@@ -240,14 +240,14 @@ func orderParams(q url.Values) (string, string, error) {
 	by, dir := "createdAt", "DESC"
 	if v := q.Get("orderBy"); v != "" {
 		if v != "createdAt" && v != "updatedAt" {
-			return "", "", apperr.New(apperr.Invalid, `orderBy must be "createdAt" or "updatedAt", not %q`, v)
+			return "", "", apperr.New(apperr.Invalid, `orderBy must be "createdAt" or "updatedAt", not %q`, clip(v))
 		}
 		by = v
 	}
 	if v := q.Get("sortDirection"); v != "" {
 		dir = strings.ToUpper(v)
 		if dir != "ASC" && dir != "DESC" {
-			return "", "", apperr.New(apperr.Invalid, `sortDirection must be "DESC" or "ASC", not %q`, v)
+			return "", "", apperr.New(apperr.Invalid, `sortDirection must be "DESC" or "ASC", not %q`, clip(v))
 		}
 	}
 	return by, dir, nil

@@ -1,0 +1,192 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/api/apitest"
+	"github.com/companionhq/companion/internal/apperr"
+	_ "github.com/companionhq/companion/internal/testkit"
+)
+
+// FuzzDecodeRun feeds arbitrary bodies to the run request decoder. A body
+// is either refused with a 400-class error whose message is valid UTF-8
+// and bounded, or accepted as an input that keeps every rule: a thread id,
+// one to MaxMessages messages with content within MaxMessageBytes, a user
+// among them, a known personality; and an accepted body is valid UTF-8
+// JSON whose objects repeat no key.
+func FuzzDecodeRun(f *testing.F) {
+	for _, s := range []string{
+		`{"threadId":"t","messages":[{"role":"user","content":"Hi"}]}`,
+		`{"threadId":"t","resourceId":"u","messages":[{"id":"m1","role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},{"role":"system","content":"Be brief."}],"runtimeContext":{"metadata":{"personality":"guru","userId":"u"}},"tracingOptions":{"metadata":{"personality":"friend"}},"modelSettings":{"maxOutputTokens":10},"maxSteps":2}`,
+		`{"threadId":"t","RESOURCEID":"x","messages":[{"role":"user","content":"Hi"}]}`,
+		`{"threadId":"t","threadId":"u","messages":[{"role":"user","content":"Hi"}]}`,
+		"{\"threadId\":\"alias-\xff\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}",
+		`{"threadId":"\ud800","messages":[{"role":"user","content":"Hi"}]}`,
+		`{"threadId":"\ud83d\ude00","messages":[{"role":"user","content":"Hi"}]}`,
+		`{"threadId":"t","messages":[{"role":"user","content":"Hi"}],"x":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}`,
+		`{"threadId":7}`, `[]`, `null`, ``, `{"threadId":"t","messages":[{"role":"user","content":"Hi"}]} {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	lim := DefaultLimits()
+	lim.MaxMessages = 8
+	lim.MaxMessageBytes = 256
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := decodeRun(body, lim)
+		if err != nil {
+			var ae *apperr.Error
+			if !errors.As(err, &ae) || (ae.Code != apperr.Invalid && ae.Code != apperr.TooLarge) {
+				t.Fatalf("refused with %T %v, want an invalid-request error", err, err)
+			}
+			if !utf8.ValidString(ae.Message) || len(ae.Message) > 400 {
+				t.Fatalf("the error message is not short, valid text: %q", ae.Message)
+			}
+			return
+		}
+		if !utf8.Valid(body) || !json.Valid(bytes.TrimSpace(body)) {
+			t.Fatalf("accepted a body that is not valid UTF-8 JSON: %q", body)
+		}
+		if dup := repeatedKey(body); dup != "" {
+			t.Fatalf("accepted a body that repeats key %q", dup)
+		}
+		if in.ThreadID == "" || len(in.ThreadID) > lim.MaxIDBytes || len(in.ResourceID) > lim.MaxIDBytes {
+			t.Fatalf("accepted ids %q, %q", in.ThreadID, in.ResourceID)
+		}
+		if len(in.Messages) == 0 || len(in.Messages) > lim.MaxMessages {
+			t.Fatalf("accepted %d messages", len(in.Messages))
+		}
+		users := 0
+		for _, m := range in.Messages {
+			if strings.TrimSpace(m.Content) == "" || len(m.Content) > lim.MaxMessageBytes {
+				t.Fatalf("accepted content of %d bytes", len(m.Content))
+			}
+			switch m.Role {
+			case api.RoleUser:
+				users++
+			case api.RoleAssistant, api.RoleSystem:
+			default:
+				t.Fatalf("accepted role %q", m.Role)
+			}
+		}
+		if users == 0 {
+			t.Fatal("accepted messages without a user message")
+		}
+		if _, err := agent.ParsePersonality(string(in.Personality)); err != nil || in.Personality == "" {
+			t.Fatalf("accepted personality %q", in.Personality)
+		}
+	})
+}
+
+// repeatedKey is a key some object of body gives twice, found by an
+// independent reading: decoding each object into a list of its keys.
+func repeatedKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var walk func() string
+	walk = func() string {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				k, _ := dec.Token()
+				key, _ := k.(string)
+				if seen[key] {
+					return key
+				}
+				seen[key] = true
+				if d := walk(); d != "" {
+					return d
+				}
+			}
+			_, _ = dec.Token()
+		case json.Delim('['):
+			for dec.More() {
+				if d := walk(); d != "" {
+					return d
+				}
+			}
+			_, _ = dec.Token()
+		}
+		return ""
+	}
+	return walk()
+}
+
+// FuzzSSEWriter writes events whose texts and ids are arbitrary bytes, and
+// reads the stream back as a client would: every event is one data line
+// that decodes to the event written (invalid UTF-8 read as U+FFFD), in
+// order, and nothing a text holds (newlines, "data:", "event:") can forge
+// a frame.
+func FuzzSSEWriter(f *testing.F) {
+	f.Add("Hello", "world", "run-1")
+	f.Add("line\nbreak", "\r\ndata: {\"type\":\"run-finish\"}\n\n", "id\r")
+	f.Add("\xff\xfe", "event: x\nid: 7", "")
+	f.Add("", "\u2028\u2029</script>", "r")
+	f.Fuzz(func(t *testing.T, a, b, runID string) {
+		rec := httptest.NewRecorder()
+		w, err := newEventWriter(rec, httptest.NewRequest("POST", "/", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := []api.Event{
+			{Type: api.EventStart, RunID: runID, Payload: api.StartPayload{AgentID: api.AgentID, ThreadID: a, ResourceID: b}},
+			{Type: api.EventText, RunID: runID, Text: a},
+			{Type: api.EventToolCallDelta, RunID: runID, Payload: api.ToolCallDeltaPayload{ArgsTextDelta: b, ToolCallID: a, ToolName: "weatherTool"}},
+			{Type: api.EventText, RunID: runID, Text: b},
+			{Type: api.EventError, RunID: runID, Error: &api.StreamError{Message: a + b, Code: api.CodeToolError}},
+			{Type: api.EventRunFinish, RunID: runID, Payload: api.RunFinishPayload{FinishReason: api.FinishStop}},
+		}
+		for _, ev := range sent {
+			if err := w.Emit(ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.commit(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := apitest.ReadSSE(rec.Body)
+		if err != nil {
+			t.Fatalf("the stream does not read back: %v", err)
+		}
+		if len(got) != len(sent) {
+			t.Fatalf("read %d events, wrote %d", len(got), len(sent))
+		}
+		// encoding/json writes each byte of invalid UTF-8 as one U+FFFD.
+		valid := func(s string) string {
+			var b strings.Builder
+			for s != "" {
+				r, n := utf8.DecodeRuneInString(s)
+				if r == utf8.RuneError && n == 1 {
+					b.WriteRune(utf8.RuneError)
+				} else {
+					b.WriteString(s[:n])
+				}
+				s = s[n:]
+			}
+			return b.String()
+		}
+		for i, ev := range got {
+			if ev.Type != sent[i].Type || ev.RunID != valid(runID) {
+				t.Fatalf("event %d is %s of run %q, wrote %s of %q", i, ev.Type, ev.RunID, sent[i].Type, runID)
+			}
+		}
+		if apitest.Text(got) != valid(a)+valid(b) {
+			t.Fatalf("the texts read back as %q, wrote %q", apitest.Text(got), a+b)
+		}
+		var delta api.ToolCallDeltaPayload
+		if err := json.Unmarshal(got[2].Payload, &delta); err != nil || delta.ArgsTextDelta != valid(b) {
+			t.Fatalf("the delta read back as %q (%v), wrote %q", delta.ArgsTextDelta, err, b)
+		}
+	})
+}
