@@ -111,6 +111,19 @@ type Finish struct {
 	ProviderMetadata map[string]any
 }
 
+// MaxTokens caps a token count read from a provider.
+const MaxTokens = 1<<31 - 1
+
+// Tokens reads a token count a provider reported: one that is negative or
+// not a number reads 0 and a huge one is cut to MaxTokens, so that a bogus
+// count never turns into a negative usage or a sum that wraps.
+func Tokens(n float64) int {
+	if !(n > 0) {
+		return 0
+	}
+	return int(min(n, MaxTokens))
+}
+
 // Request body shape reported in a step's request.body.
 type requestBody struct {
 	Model           string        `json:"model"`
