@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"strings"
@@ -233,21 +234,14 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 			parts = append(parts, model.Part{Kind: model.PartText, Text: delta.Content})
 		}
 		for _, tc := range delta.ToolCalls {
-			// The last call at this index, unless the chunk names another
-			// id: some servers send every call complete at index 0.
-			i := -1
-			for k := len(d.calls) - 1; k >= 0; k-- {
-				if d.calls[k].index == tc.Index {
-					i = k
-					break
-				}
-			}
-			if i >= 0 && tc.ID != "" && tc.ID != d.calls[i].id {
-				i = -1
-			}
+			i := d.find(tc.Index, tc.ID)
 			if i < 0 {
-				d.calls = append(d.calls, call{index: tc.Index, id: tc.ID})
-				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: tc.ID, ToolName: tc.Function.Name, Text: tc.Function.Arguments})
+				id := tc.ID
+				if id == "" {
+					id = d.newID()
+				}
+				d.calls = append(d.calls, call{index: tc.Index, id: id})
+				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: id, ToolName: tc.Function.Name, Text: tc.Function.Arguments})
 				continue
 			}
 			if tc.Function.Arguments != "" {
@@ -262,6 +256,34 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 		d.began = true
 	}
 	return parts
+}
+
+// find returns the position in d.calls of the call a tool-call chunk
+// continues, or -1 when it starts a new one. A chunk that names an id
+// continues the call of that id, wherever it is; one without an id
+// continues the last call at its index. Some servers send every call
+// complete at index 0, each with its own id.
+func (d *decoder) find(index int64, id string) int {
+	for k := len(d.calls) - 1; k >= 0; k-- {
+		if id != "" && d.calls[k].id == id {
+			return k
+		}
+		if id == "" && d.calls[k].index == index {
+			return k
+		}
+	}
+	return -1
+}
+
+// newID makes up an id for a call the server gave none, so that the deltas
+// of two calls without ids stay apart.
+func (d *decoder) newID() string {
+	for n := len(d.calls); ; n++ {
+		id := fmt.Sprintf("call_%d", n)
+		if d.find(-1, id) < 0 {
+			return id
+		}
+	}
 }
 
 // finish closes the open tool calls and reports the finish with its usage.
@@ -287,11 +309,11 @@ func (d *decoder) finish() []model.Part {
 	}
 	if u := d.usage; u != nil {
 		fin.Usage = api.Usage{
-			InputTokens:       int(u.PromptTokens),
-			OutputTokens:      int(u.CompletionTokens),
-			TotalTokens:       int(u.TotalTokens),
-			CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
-			ReasoningTokens:   int(u.CompletionTokensDetails.ReasoningTokens),
+			InputTokens:       model.Tokens(float64(u.PromptTokens)),
+			OutputTokens:      model.Tokens(float64(u.CompletionTokens)),
+			TotalTokens:       model.Tokens(float64(u.TotalTokens)),
+			CachedInputTokens: model.Tokens(float64(u.PromptTokensDetails.CachedTokens)),
+			ReasoningTokens:   model.Tokens(float64(u.CompletionTokensDetails.ReasoningTokens)),
 		}
 		if fin.Usage.TotalTokens == 0 {
 			fin.Usage.TotalTokens = fin.Usage.InputTokens + fin.Usage.OutputTokens

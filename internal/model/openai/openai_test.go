@@ -1,11 +1,16 @@
 package openai_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/modeltest"
 	"github.com/companionhq/companion/internal/model/openai"
@@ -30,4 +35,74 @@ func TestConformance(t *testing.T) {
 		},
 		New: newModel,
 	})
+}
+
+// collect decodes body as the answer of one call.
+func collect(t *testing.T, body string) modeltest.Result {
+	t.Helper()
+	m, err := openai.New(openai.Config{Model: "m", BaseURL: "http://openai.test/v1",
+		HTTPClient: &http.Client{Transport: modeltest.Serve{Body: []byte(body)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return modeltest.Collect(context.Background(), m, model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
+}
+
+// chunk is one chunk of tool-call deltas: index, id, name, arguments each.
+func chunk(finish string, calls ...[4]any) string {
+	var tcs []string
+	for _, c := range calls {
+		tcs = append(tcs, fmt.Sprintf(`{"index":%d,"id":%q,"function":{"name":%q,"arguments":%q}}`, c[0], c[1], c[2], c[3]))
+	}
+	reason := "null"
+	if finish != "" {
+		reason = strconv.Quote(finish)
+	}
+	return `data: {"id":"r1","choices":[{"index":0,"delta":{"tool_calls":[` + strings.Join(tcs, ",") + `]},"finish_reason":` + reason + "}]}\n\n"
+}
+
+// TestToolCallsWithoutIDs: calls the server gives no id get one each, so
+// that the deltas of two calls stay apart (FuzzOpenAIStream corpus:
+// calls-without-ids).
+func TestToolCallsWithoutIDs(t *testing.T) {
+	r := collect(t, chunk("", [4]any{0, "", "a", "{"}, [4]any{1, "", "b", "{"})+
+		chunk("", [4]any{0, "", "", `"x":1}`})+chunk("tool_calls", [4]any{1, "", "", "}"})+"data: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if len(calls) != 2 || calls[0].ID == "" || calls[1].ID == "" || calls[0].ID == calls[1].ID || !calls[0].Ended || !calls[1].Ended {
+		t.Fatalf("calls %+v, want two ended calls with ids of their own", calls)
+	}
+	if calls[0].Args() != `{"x":1}` || calls[1].Args() != "{}" {
+		t.Errorf("arguments %q and %q", calls[0].Args(), calls[1].Args())
+	}
+}
+
+// TestToolCallIDContinuesItsCall: a chunk that repeats a call's id continues
+// that call wherever its index, and never starts a second call of the same
+// id; a new id at a used index starts a new call, as servers that send every
+// call at index 0 do (FuzzOpenAIStream corpus: id-again-at-other-index).
+func TestToolCallIDContinuesItsCall(t *testing.T) {
+	r := collect(t, chunk("", [4]any{0, "c1", "a", "{"})+chunk("", [4]any{1, "c1", "", "}"})+
+		chunk("tool_calls", [4]any{0, "c2", "b", "{}"})+"data: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if len(calls) != 2 || calls[0].ID != "c1" || calls[0].Args() != "{}" || calls[1].ID != "c2" || calls[1].Args() != "{}" {
+		t.Fatalf("calls %+v", calls)
+	}
+}
+
+// TestBogusUsage: negative and huge token counts read as no tokens or as
+// model.MaxTokens (FuzzOpenAIStream corpus: negative-usage).
+func TestBogusUsage(t *testing.T) {
+	r := collect(t, `data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-4,"completion_tokens":9000000000000,"total_tokens":-1}}`+"\n\ndata: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if u := r.Finish().Usage; u != (api.Usage{OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
+		t.Errorf("usage %+v", u)
+	}
 }
