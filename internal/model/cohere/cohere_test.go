@@ -174,3 +174,13 @@ func TestUnknownFinishReason(t *testing.T) {
 		}
 	}
 }
+
+// TestEventTooLarge: an event over the 1 MiB limit is the provider's fault,
+// not a connection that failed, and is not retried.
+func TestEventTooLarge(t *testing.T) {
+	r := collect(t, `data: {"type":"content-delta","index":0,"delta":{"message":{"content":{"text":"`+strings.Repeat("x", 1<<20)+`"}}}}`+"\n\n")
+	var me *model.Error
+	if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Temporary || me.Message != "the provider sent a stream event larger than the limit" {
+		t.Fatalf("error %#v", r.Err)
+	}
+}

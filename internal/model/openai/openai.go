@@ -344,6 +344,7 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 	var ae *oai.Error
 	var se *ssestream.StreamError
 	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -356,7 +357,7 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 	case errors.As(err, &se):
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider reported an error in the middle of the stream",
 			Err: errors.New(model.Redact(string(se.Event.Data), m.cfg.APIKey))}
-	case errors.As(err, &syn):
+	case errors.As(err, &syn), errors.As(err, &typ):
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
 	}
 	// A failure to send the request, or to read the answer.

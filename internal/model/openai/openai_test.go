@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -104,5 +105,16 @@ func TestBogusUsage(t *testing.T) {
 	}
 	if u := r.Finish().Usage; u != (api.Usage{OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
 		t.Errorf("usage %+v", u)
+	}
+}
+
+// TestChunkOfWrongType: a chunk that is JSON but no chunk is a malformed
+// stream, not a connection that failed, and is not retried (FuzzOpenAIStream
+// corpus: chunk-not-an-object).
+func TestChunkOfWrongType(t *testing.T) {
+	r := collect(t, "data: 5\n\n")
+	var me *model.Error
+	if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Temporary || me.Message != "the provider sent a malformed stream event" {
+		t.Fatalf("error %#v", r.Err)
 	}
 }
