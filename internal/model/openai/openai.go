@@ -209,17 +209,17 @@ type call struct {
 
 func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 	if d.id == "" {
-		d.id = c.ID
+		d.id = valid(c.ID)
 	}
 	if c.JSON.Usage.Valid() && c.Usage.JSON.PromptTokens.Valid() {
 		u := c.Usage
 		d.usage = &u
 	}
 	if c.Model != "" {
-		d.modelName = c.Model
+		d.modelName = valid(c.Model)
 	}
 	if c.SystemFingerprint != "" {
-		d.fingerprint = c.SystemFingerprint
+		d.fingerprint = valid(c.SystemFingerprint)
 	}
 	var parts []model.Part
 	for _, ch := range c.Choices {
@@ -231,21 +231,21 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: r})
 		}
 		if delta.Content != "" {
-			parts = append(parts, model.Part{Kind: model.PartText, Text: delta.Content})
+			parts = append(parts, model.Part{Kind: model.PartText, Text: valid(delta.Content)})
 		}
 		for _, tc := range delta.ToolCalls {
-			i := d.find(tc.Index, tc.ID)
+			id, args := valid(tc.ID), valid(tc.Function.Arguments)
+			i := d.find(tc.Index, id)
 			if i < 0 {
-				id := tc.ID
 				if id == "" {
 					id = d.newID()
 				}
 				d.calls = append(d.calls, call{index: tc.Index, id: id})
-				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: id, ToolName: tc.Function.Name, Text: tc.Function.Arguments})
+				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: id, ToolName: valid(tc.Function.Name), Text: args})
 				continue
 			}
-			if tc.Function.Arguments != "" {
-				parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[i].id, Text: tc.Function.Arguments})
+			if args != "" {
+				parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[i].id, Text: args})
 			}
 		}
 		if ch.FinishReason != "" {
@@ -321,6 +321,11 @@ func (d *decoder) finish() []model.Part {
 	}
 	return append(parts, model.Part{Kind: model.PartFinish, Finish: fin})
 }
+
+// valid replaces what is not UTF-8 in a string of a chunk with U+FFFD, as
+// encoding/json does: the SDK's decoder passes such bytes on as they came,
+// and text that is not UTF-8 cannot be stored or sent as JSON as it is.
+func valid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // reasoning reads the reasoning text some servers stream beside the
 // content: reasoning_content (vLLM, DeepSeek, llama.cpp) or reasoning

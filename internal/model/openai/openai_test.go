@@ -118,3 +118,19 @@ func TestChunkOfWrongType(t *testing.T) {
 		t.Fatalf("error %#v", r.Err)
 	}
 }
+
+// TestInvalidUTF8: bytes that are not UTF-8 inside a chunk's strings reach
+// the parts as U+FFFD, as encoding/json decodes them; the SDK passes them on
+// as they came (FuzzOpenAIStream corpus: invalid-utf8-in-content,
+// invalid-utf8-in-tool-call).
+func TestInvalidUTF8(t *testing.T) {
+	r := collect(t, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"caf\xc3\"}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\xff\",\"function\":{\"name\":\"w\",\"arguments\":\"{\\\"a\\\":\\\"\xe2\x98\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if r.Text() != "caf\uFFFD" || len(calls) != 1 || calls[0].ID != "c\uFFFD" || calls[0].Args() != `{"a":"`+"\uFFFD"+`"}` {
+		t.Fatalf("text %q, calls %+v", r.Text(), calls)
+	}
+}
