@@ -91,7 +91,9 @@ const (
 	PartFinish
 )
 
-// Part is one element of a model's streamed answer.
+// Part is one element of a model's streamed answer. Its strings are valid
+// UTF-8: a provider replaces what is not with U+FFFD, and a delta never
+// splits a character. modeltest.CheckStream states the rest of the contract.
 type Part struct {
 	Kind       PartKind
 	Text       string
