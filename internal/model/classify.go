@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -50,10 +51,14 @@ func StatusError(provider string, status int, header http.Header, detail string,
 }
 
 // TransportError classifies a failure to reach a provider or to read its
-// answer. Cancellation by the caller is returned as it is: it is not the
-// provider's fault. midStream tells whether the answer had begun.
+// answer. Cancellation is returned as it is: it is the caller's doing, not
+// the provider's fault. A deadline is the caller's too when ctx has ended
+// (the caller checks that first); otherwise it is the HTTP client's own
+// timeout, and the provider's. midStream tells whether the answer had
+// begun. The message is fit for a client: the cause, which names the
+// address, stays in Err.
 func TransportError(provider string, err error, midStream bool) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
 		return err
 	}
 	var me *Error
@@ -63,19 +68,24 @@ func TransportError(provider string, err error, midStream bool) error {
 	e := &Error{Kind: KindUnavailable, Provider: provider, Temporary: true, Err: err}
 	var dns *net.DNSError
 	var nerr net.Error
+	timeout := errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &nerr) && nerr.Timeout())
 	switch {
+	case errors.Is(err, bufio.ErrTooLong):
+		e.Kind, e.Temporary, e.Message = KindUpstream, false, "the provider sent a stream event larger than the limit"
+	case midStream && timeout:
+		e.Kind, e.Message = KindTimeout, "the provider did not finish the answer in time"
 	case midStream && (errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)):
 		e.Kind, e.Message = KindUpstream, "the connection to the provider broke off in the middle of the answer"
 	case midStream:
 		e.Kind, e.Message = KindUpstream, "reading the provider's answer failed"
+	case timeout:
+		e.Kind, e.Message = KindTimeout, "the provider did not answer in time"
 	case errors.As(err, &dns):
 		e.Message = "the provider's host name could not be resolved"
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Message = "the provider refused the connection"
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		e.Message = "the connection to the provider closed before it answered"
-	case errors.As(err, &nerr) && nerr.Timeout():
-		e.Kind, e.Message = KindTimeout, "the provider did not answer in time"
 	default:
 		e.Message = "the provider could not be reached"
 	}

@@ -91,7 +91,9 @@ const (
 	PartFinish
 )
 
-// Part is one element of a model's streamed answer.
+// Part is one element of a model's streamed answer. Its strings are valid
+// UTF-8: a provider replaces what is not with U+FFFD, and a delta never
+// splits a character. modeltest.CheckStream states the rest of the contract.
 type Part struct {
 	Kind       PartKind
 	Text       string
@@ -109,6 +111,19 @@ type Finish struct {
 	ResponseID string
 	// ProviderMetadata is what the provider reports beyond the usage.
 	ProviderMetadata map[string]any
+}
+
+// MaxTokens caps a token count read from a provider.
+const MaxTokens = 1<<31 - 1
+
+// Tokens reads a token count a provider reported: one that is negative or
+// not a number reads 0 and a huge one is cut to MaxTokens, so that a bogus
+// count never turns into a negative usage or a sum that wraps.
+func Tokens(n float64) int {
+	if !(n > 0) {
+		return 0
+	}
+	return int(min(n, MaxTokens))
 }
 
 // Request body shape reported in a step's request.body.

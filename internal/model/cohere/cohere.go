@@ -23,6 +23,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -101,7 +102,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		hreq.Header.Set("Accept", "text/event-stream")
 		res, err := m.cfg.HTTPClient.Do(hreq)
 		if err != nil {
-			yield(model.Part{}, model.TransportError(Provider, err, false))
+			yield(model.Part{}, transportError(ctx, err, false))
 			return
 		}
 		defer res.Body.Close()
@@ -114,7 +115,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		d := &decoder{}
 		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: 1 << 20}) {
 			if err != nil {
-				yield(model.Part{}, model.TransportError(Provider, err, d.began))
+				yield(model.Part{}, transportError(ctx, err, d.began))
 				return
 			}
 			parts, done, err := d.event(ev.Data)
@@ -139,6 +140,15 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Temporary: !d.began,
 			Message: "the stream ended before message-end"})
 	}
+}
+
+// transportError classifies a failure to send the request or to read the
+// answer, leaving the caller's own cancellation or deadline as it is.
+func transportError(ctx context.Context, err error, midStream bool) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return model.TransportError(Provider, err, midStream)
 }
 
 // Request is the v2 chat request for req.
@@ -190,8 +200,51 @@ func Request(modelName string, req model.Request) *cohere.V2ChatStreamRequest {
 // decoder turns the events of one answer into parts.
 type decoder struct {
 	id    string
-	calls map[int]string // tool-call index to id
+	calls map[int]*toolCall // by the events' index
+	ids   map[string]bool   // every call's id, to keep them unique
 	began bool
+}
+
+// toolCall is a call the stream has started.
+type toolCall struct {
+	id   string
+	open bool // not ended yet
+}
+
+// malformed is the error of a stream that breaks the event protocol.
+func malformed(err error) error {
+	return &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: "the provider sent a malformed stream event", Err: err}
+}
+
+// start opens the call at index i under id, or under an id made up for it
+// when the provider gave none: an empty id would leave deltas of two
+// calls open at once without a name to tell them apart.
+func (d *decoder) start(i int, id string) (string, error) {
+	if d.calls == nil {
+		d.calls, d.ids = map[int]*toolCall{}, map[string]bool{}
+	}
+	if c := d.calls[i]; c != nil && c.open {
+		return "", malformed(fmt.Errorf("tool call %d started again before it ended", i))
+	}
+	if id == "" {
+		for n := len(d.ids); id == "" || d.ids[id]; n++ {
+			id = fmt.Sprintf("call_%d", n)
+		}
+	} else if d.ids[id] {
+		return "", malformed(fmt.Errorf("tool call id %q used twice", id))
+	}
+	d.ids[id] = true
+	d.calls[i] = &toolCall{id: id, open: true}
+	return id, nil
+}
+
+// open returns the open call at index i.
+func (d *decoder) open(i int, event string) (*toolCall, error) {
+	c := d.calls[i]
+	if c == nil || !c.open {
+		return nil, malformed(fmt.Errorf("%s for tool call %d, which is not open", event, i))
+	}
+	return c, nil
 }
 
 // event decodes one event's data. done is set after message-end (or the
@@ -208,8 +261,7 @@ func (d *decoder) event(data string) (parts []model.Part, done bool, err error) 
 	}
 	var ev cohere.V2ChatStreamResponse
 	if err := json.Unmarshal([]byte(data), &ev); err != nil {
-		return nil, false, &model.Error{Kind: model.KindUpstream, Provider: Provider,
-			Message: "the provider sent a malformed stream event", Err: err}
+		return nil, false, malformed(err)
 	}
 	switch {
 	case ev.MessageStart != nil:
@@ -244,18 +296,28 @@ func (d *decoder) event(data string) (parts []model.Part, done bool, err error) 
 				p.Text = *f.Arguments
 			}
 		}
-		if d.calls == nil {
-			d.calls = map[int]string{}
+		id, err := d.start(index(ev.ToolCallStart.Index), p.ToolCallID)
+		if err != nil {
+			return nil, false, err
 		}
-		d.calls[index(ev.ToolCallStart.Index)] = p.ToolCallID
+		p.ToolCallID = id
 		parts = append(parts, p)
 	case ev.ToolCallDelta != nil:
+		c, err := d.open(index(ev.ToolCallDelta.Index), "tool-call-delta")
+		if err != nil {
+			return nil, false, err
+		}
 		f := ev.ToolCallDelta.GetDelta().GetMessage().GetToolCalls().GetFunction()
 		if f != nil && f.Arguments != nil && *f.Arguments != "" {
-			parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[index(ev.ToolCallDelta.Index)], Text: *f.Arguments})
+			parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: c.id, Text: *f.Arguments})
 		}
 	case ev.ToolCallEnd != nil:
-		parts = append(parts, model.Part{Kind: model.PartToolCallEnd, ToolCallID: d.calls[index(ev.ToolCallEnd.Index)]})
+		c, err := d.open(index(ev.ToolCallEnd.Index), "tool-call-end")
+		if err != nil {
+			return nil, false, err
+		}
+		c.open = false
+		parts = append(parts, model.Part{Kind: model.PartToolCallEnd, ToolCallID: c.id})
 	case ev.MessageEnd != nil:
 		p, err := d.finish(ev.MessageEnd)
 		if err != nil {
@@ -291,14 +353,20 @@ func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
 		return model.Part{}, &model.Error{Kind: model.KindTimeout, Provider: Provider, Message: "the model timed out while answering"}
 	default:
 		msg := "the model stopped with an error"
+		var causes []error
 		if reason != "ERROR" {
-			msg = fmt.Sprintf("the model stopped for an unknown reason %q", reason)
+			// The reason is the provider's text: it is named only when it
+			// looks like a finish reason, and goes to the log in any case.
+			msg = "the model stopped for an unknown reason"
+			if reasonName.MatchString(reason) {
+				msg += fmt.Sprintf(" %q", reason)
+			}
+			causes = append(causes, fmt.Errorf("finish reason %q", reason))
 		}
-		var cause error
-		if delta.GetError() != nil {
-			cause = errors.New(*delta.GetError())
+		if e := delta.GetError(); e != nil {
+			causes = append(causes, errors.New(*e))
 		}
-		return model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: msg, Err: cause}
+		return model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: msg, Err: errors.Join(causes...)}
 	}
 	if u := delta.GetUsage(); u != nil {
 		in, out := tokens(u.GetTokens().GetInputTokens()), tokens(u.GetTokens().GetOutputTokens())
@@ -307,7 +375,7 @@ func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
 		}
 		fin.Usage = api.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
 		if c, ok := u.GetExtraProperties()["cached_tokens"].(float64); ok {
-			fin.Usage.CachedInputTokens = int(c)
+			fin.Usage.CachedInputTokens = model.Tokens(c)
 		}
 		if b := u.GetBilledUnits(); b != nil {
 			fin.ProviderMetadata["billedUnits"] = map[string]any{
@@ -316,6 +384,9 @@ func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
 	}
 	return model.Part{Kind: model.PartFinish, Finish: fin}, nil
 }
+
+// reasonName is what a finish reason looks like: COMPLETE, MAX_TOKENS, ...
+var reasonName = regexp.MustCompile(`^[A-Z][A-Z_]{0,39}$`)
 
 func index(i *int) int {
 	if i == nil {
@@ -328,7 +399,7 @@ func tokens(f *float64) int {
 	if f == nil {
 		return 0
 	}
-	return int(*f)
+	return model.Tokens(*f)
 }
 
 // errorMessage reads the message of Cohere's error body

@@ -6,10 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 
 	fakecohere "github.com/companionhq/companion/fakes/cohere"
 	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/modeltest"
@@ -65,5 +68,119 @@ func TestDoneBeforeMessageEnd(t *testing.T) {
 				t.Fatalf("got %#v, want a cut stream with Temporary %v", got, tc.temporary)
 			}
 		})
+	}
+}
+
+// collect decodes body as the answer of one call.
+func collect(t *testing.T, body string) modeltest.Result {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+	}))
+	defer srv.Close()
+	return modeltest.Collect(context.Background(), newModel(t, srv.URL), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
+}
+
+func toolStart(index int, id string) string {
+	return `data: {"type":"tool-call-start","index":` + strconv.Itoa(index) + `,"delta":{"message":{"tool_calls":{"id":"` + id + `","type":"function","function":{"name":"weatherTool","arguments":"{"}}}}}` + "\n\n"
+}
+
+func toolDelta(index int, args string) string {
+	return `data: {"type":"tool-call-delta","index":` + strconv.Itoa(index) + `,"delta":{"message":{"tool_calls":{"function":{"arguments":"` + args + `"}}}}}` + "\n\n"
+}
+
+func toolEnd(index int) string {
+	return `data: {"type":"tool-call-end","index":` + strconv.Itoa(index) + "}\n\n"
+}
+
+const toolCallsEnd = `data: {"type":"message-end","delta":{"finish_reason":"TOOL_CALL"}}` + "\n\n"
+
+// TestToolCallEventsOutOfOrder: a delta or an end for a call that is not
+// open, and an id used twice, are a malformed stream, not parts for a call
+// the agent never saw start (FuzzCohereStream corpus: delta-for-unstarted-call,
+// end-twice, same-id-twice).
+func TestToolCallEventsOutOfOrder(t *testing.T) {
+	for name, body := range map[string]string{
+		"delta before start": toolDelta(3, "}"),
+		"end before start":   toolEnd(0),
+		"delta after end":    toolStart(0, "c1") + toolEnd(0) + toolDelta(0, "}"),
+		"end twice":          toolStart(0, "c1") + toolEnd(0) + toolEnd(0),
+		"started twice":      toolStart(0, "c1") + toolStart(0, "c2"),
+		"id used twice":      toolStart(0, "c1") + toolEnd(0) + toolStart(1, "c1"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := collect(t, body+toolCallsEnd)
+			var me *model.Error
+			if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Message != "the provider sent a malformed stream event" {
+				t.Fatalf("error %v, want a malformed stream", r.Err)
+			}
+		})
+	}
+}
+
+// TestToolCallsWithoutIDs: calls the provider gives no id get one each, so
+// that the deltas of two open calls stay apart (FuzzCohereStream corpus:
+// calls-without-ids).
+func TestToolCallsWithoutIDs(t *testing.T) {
+	r := collect(t, toolStart(0, "")+toolStart(1, "")+toolDelta(1, "}")+toolDelta(0, "}")+toolEnd(0)+toolEnd(1)+toolCallsEnd)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if len(calls) != 2 || calls[0].ID == "" || calls[1].ID == "" || calls[0].ID == calls[1].ID || !calls[0].Ended || !calls[1].Ended {
+		t.Fatalf("calls %+v, want two ended calls with ids of their own", calls)
+	}
+	for _, c := range calls {
+		if c.Args() != "{}" {
+			t.Errorf("call %s: arguments %q, want {}", c.ID, c.Args())
+		}
+	}
+}
+
+// TestBogusUsage: negative, fractional and huge token counts read as no
+// tokens or as model.MaxTokens, never as a negative or wrapped usage
+// (FuzzCohereStream corpus: negative-usage).
+func TestBogusUsage(t *testing.T) {
+	r := collect(t, `data: {"type":"message-end","delta":{"finish_reason":"COMPLETE","usage":{"tokens":{"input_tokens":-1,"output_tokens":1e300},"cached_tokens":-3}}}`+"\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if u := r.Finish().Usage; u != (api.Usage{InputTokens: 0, OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+// TestUnknownFinishReason: a finish reason is named in the message only
+// when it looks like one; any other text the provider put there goes to the
+// cause, for the log (FuzzCohereStream corpus: unknown-reason-echoes-url).
+func TestUnknownFinishReason(t *testing.T) {
+	for _, tc := range []struct{ reason, message string }{
+		{"CONTENT_BLOCKED", `the model stopped for an unknown reason "CONTENT_BLOCKED"`},
+		{"see http://10.0.0.1:8080/v2/chat", "the model stopped for an unknown reason"},
+		{strings.Repeat("A", 300), "the model stopped for an unknown reason"},
+	} {
+		r := collect(t, `data: {"type":"message-end","delta":{"finish_reason":"`+tc.reason+`"}}`+"\n\n")
+		var me *model.Error
+		if !errors.As(r.Err, &me) || me.Message != tc.message {
+			t.Errorf("reason %.40q: error %v, want message %q", tc.reason, r.Err, tc.message)
+			continue
+		}
+		if err := modeltest.CheckMessage(me.Message); err != nil {
+			t.Error(err)
+		}
+		if !strings.Contains(me.Error(), tc.reason) {
+			t.Errorf("the cause %q lacks the reason", me.Error())
+		}
+	}
+}
+
+// TestEventTooLarge: an event over the 1 MiB limit is the provider's fault,
+// not a connection that failed, and is not retried.
+func TestEventTooLarge(t *testing.T) {
+	r := collect(t, `data: {"type":"content-delta","index":0,"delta":{"message":{"content":{"text":"`+strings.Repeat("x", 1<<20)+`"}}}}`+"\n\n")
+	var me *model.Error
+	if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Temporary || me.Message != "the provider sent a stream event larger than the limit" {
+		t.Fatalf("error %#v", r.Err)
 	}
 }

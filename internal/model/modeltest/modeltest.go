@@ -3,7 +3,9 @@
 // reply, streamed tool-call arguments, two tools in one step, a second step
 // from tool results, the length limit, usage, and the upstream faults the
 // service must survive (429 with Retry-After, 500, 503, a timeout, a
-// malformed chunk, a connection cut mid-stream, a client that goes away).
+// malformed chunk, a connection cut mid-stream, a refused connection, a
+// client that goes away), with error messages fit for a client
+// (CheckMessage).
 //
 // The fakes answer like fakes/fakemodel, so the suite knows the exact
 // answer to expect: fakemodel.Answer of the same request.
@@ -17,6 +19,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -332,6 +335,27 @@ func Run(t *testing.T, h Harness) {
 		req := ask("Hello?", 0)
 		e2.wantAnswer(Collect(context.Background(), e2.model, req), req)
 	})
+	t.Run("connection refused", func(t *testing.T) {
+		// Nothing listens at the address of a server that has closed.
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		m := h.New(t, srv.URL)
+		r := Collect(context.Background(), model.Resilient(m, Policy()), ask("Hello?", 0))
+		var me *model.Error
+		if !errors.As(r.Err, &me) || me.Kind != model.KindUnavailable || !me.Temporary ||
+			!strings.HasPrefix(me.Message, "the provider refused the connection; gave up after 3 attempts") {
+			t.Fatalf("error %#v, want a refused connection, retried", r.Err)
+		}
+		if err := CheckMessage(me.Message); err != nil {
+			t.Error(err)
+		}
+		if host := strings.TrimPrefix(srv.URL, "http://"); strings.Contains(me.Message, host) || !strings.Contains(me.Error(), host) {
+			t.Errorf("message %q shows the address, or the cause %q lacks it", me.Message, me.Error())
+		}
+		if !errors.Is(r.Err, syscall.ECONNREFUSED) {
+			t.Errorf("error %v does not wrap ECONNREFUSED", r.Err)
+		}
+	})
 	t.Run("client disconnect", func(t *testing.T) {
 		// The fake stalls after a few tokens, so that it is still answering
 		// when the client goes, however slow the machine.
@@ -419,8 +443,8 @@ func (e env) wantError(r Result, kind model.ErrorKind, status int, text string) 
 	if me.Kind != kind || (status != 0 && me.Status != status) || !strings.Contains(me.Message, text) {
 		e.t.Errorf("error kind %v status %d %q, want kind %v status %d containing %q", me.Kind, me.Status, me.Message, kind, status, text)
 	}
-	if strings.Contains(me.Message, Key) || strings.Contains(me.Message, "http://") {
-		e.t.Errorf("message %q shows a key or an address", me.Message)
+	if err := CheckMessage(me.Message); err != nil {
+		e.t.Error(err)
 	}
 	if r.Finish() != nil {
 		e.t.Errorf("a failed call also finished")

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 	"strings"
@@ -208,17 +209,17 @@ type call struct {
 
 func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 	if d.id == "" {
-		d.id = c.ID
+		d.id = valid(c.ID)
 	}
 	if c.JSON.Usage.Valid() && c.Usage.JSON.PromptTokens.Valid() {
 		u := c.Usage
 		d.usage = &u
 	}
 	if c.Model != "" {
-		d.modelName = c.Model
+		d.modelName = valid(c.Model)
 	}
 	if c.SystemFingerprint != "" {
-		d.fingerprint = c.SystemFingerprint
+		d.fingerprint = valid(c.SystemFingerprint)
 	}
 	var parts []model.Part
 	for _, ch := range c.Choices {
@@ -230,28 +231,21 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: r})
 		}
 		if delta.Content != "" {
-			parts = append(parts, model.Part{Kind: model.PartText, Text: delta.Content})
+			parts = append(parts, model.Part{Kind: model.PartText, Text: valid(delta.Content)})
 		}
 		for _, tc := range delta.ToolCalls {
-			// The last call at this index, unless the chunk names another
-			// id: some servers send every call complete at index 0.
-			i := -1
-			for k := len(d.calls) - 1; k >= 0; k-- {
-				if d.calls[k].index == tc.Index {
-					i = k
-					break
-				}
-			}
-			if i >= 0 && tc.ID != "" && tc.ID != d.calls[i].id {
-				i = -1
-			}
+			id, args := valid(tc.ID), valid(tc.Function.Arguments)
+			i := d.find(tc.Index, id)
 			if i < 0 {
-				d.calls = append(d.calls, call{index: tc.Index, id: tc.ID})
-				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: tc.ID, ToolName: tc.Function.Name, Text: tc.Function.Arguments})
+				if id == "" {
+					id = d.newID()
+				}
+				d.calls = append(d.calls, call{index: tc.Index, id: id})
+				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: id, ToolName: valid(tc.Function.Name), Text: args})
 				continue
 			}
-			if tc.Function.Arguments != "" {
-				parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[i].id, Text: tc.Function.Arguments})
+			if args != "" {
+				parts = append(parts, model.Part{Kind: model.PartToolCallDelta, ToolCallID: d.calls[i].id, Text: args})
 			}
 		}
 		if ch.FinishReason != "" {
@@ -262,6 +256,34 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 		d.began = true
 	}
 	return parts
+}
+
+// find returns the position in d.calls of the call a tool-call chunk
+// continues, or -1 when it starts a new one. A chunk that names an id
+// continues the call of that id, wherever it is; one without an id
+// continues the last call at its index. Some servers send every call
+// complete at index 0, each with its own id.
+func (d *decoder) find(index int64, id string) int {
+	for k := len(d.calls) - 1; k >= 0; k-- {
+		if id != "" && d.calls[k].id == id {
+			return k
+		}
+		if id == "" && d.calls[k].index == index {
+			return k
+		}
+	}
+	return -1
+}
+
+// newID makes up an id for a call the server gave none, so that the deltas
+// of two calls without ids stay apart.
+func (d *decoder) newID() string {
+	for n := len(d.calls); ; n++ {
+		id := fmt.Sprintf("call_%d", n)
+		if d.find(-1, id) < 0 {
+			return id
+		}
+	}
 }
 
 // finish closes the open tool calls and reports the finish with its usage.
@@ -287,11 +309,11 @@ func (d *decoder) finish() []model.Part {
 	}
 	if u := d.usage; u != nil {
 		fin.Usage = api.Usage{
-			InputTokens:       int(u.PromptTokens),
-			OutputTokens:      int(u.CompletionTokens),
-			TotalTokens:       int(u.TotalTokens),
-			CachedInputTokens: int(u.PromptTokensDetails.CachedTokens),
-			ReasoningTokens:   int(u.CompletionTokensDetails.ReasoningTokens),
+			InputTokens:       model.Tokens(float64(u.PromptTokens)),
+			OutputTokens:      model.Tokens(float64(u.CompletionTokens)),
+			TotalTokens:       model.Tokens(float64(u.TotalTokens)),
+			CachedInputTokens: model.Tokens(float64(u.PromptTokensDetails.CachedTokens)),
+			ReasoningTokens:   model.Tokens(float64(u.CompletionTokensDetails.ReasoningTokens)),
 		}
 		if fin.Usage.TotalTokens == 0 {
 			fin.Usage.TotalTokens = fin.Usage.InputTokens + fin.Usage.OutputTokens
@@ -299,6 +321,11 @@ func (d *decoder) finish() []model.Part {
 	}
 	return append(parts, model.Part{Kind: model.PartFinish, Finish: fin})
 }
+
+// valid replaces what is not UTF-8 in a string of a chunk with U+FFFD, as
+// encoding/json does: the SDK's decoder passes such bytes on as they came,
+// and text that is not UTF-8 cannot be stored or sent as JSON as it is.
+func valid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // reasoning reads the reasoning text some servers stream beside the
 // content: reasoning_content (vLLM, DeepSeek, llama.cpp) or reasoning
@@ -322,6 +349,7 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 	var ae *oai.Error
 	var se *ssestream.StreamError
 	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -334,7 +362,7 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 	case errors.As(err, &se):
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider reported an error in the middle of the stream",
 			Err: errors.New(model.Redact(string(se.Event.Data), m.cfg.APIKey))}
-	case errors.As(err, &syn):
+	case errors.As(err, &syn), errors.As(err, &typ):
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
 	}
 	// A failure to send the request, or to read the answer.

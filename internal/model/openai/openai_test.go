@@ -1,11 +1,17 @@
 package openai_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/modeltest"
 	"github.com/companionhq/companion/internal/model/openai"
@@ -30,4 +36,101 @@ func TestConformance(t *testing.T) {
 		},
 		New: newModel,
 	})
+}
+
+// collect decodes body as the answer of one call.
+func collect(t *testing.T, body string) modeltest.Result {
+	t.Helper()
+	m, err := openai.New(openai.Config{Model: "m", BaseURL: "http://openai.test/v1",
+		HTTPClient: &http.Client{Transport: modeltest.Serve{Body: []byte(body)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return modeltest.Collect(context.Background(), m, model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
+}
+
+// chunk is one chunk of tool-call deltas: index, id, name, arguments each.
+func chunk(finish string, calls ...[4]any) string {
+	var tcs []string
+	for _, c := range calls {
+		tcs = append(tcs, fmt.Sprintf(`{"index":%d,"id":%q,"function":{"name":%q,"arguments":%q}}`, c[0], c[1], c[2], c[3]))
+	}
+	reason := "null"
+	if finish != "" {
+		reason = strconv.Quote(finish)
+	}
+	return `data: {"id":"r1","choices":[{"index":0,"delta":{"tool_calls":[` + strings.Join(tcs, ",") + `]},"finish_reason":` + reason + "}]}\n\n"
+}
+
+// TestToolCallsWithoutIDs: calls the server gives no id get one each, so
+// that the deltas of two calls stay apart (FuzzOpenAIStream corpus:
+// calls-without-ids).
+func TestToolCallsWithoutIDs(t *testing.T) {
+	r := collect(t, chunk("", [4]any{0, "", "a", "{"}, [4]any{1, "", "b", "{"})+
+		chunk("", [4]any{0, "", "", `"x":1}`})+chunk("tool_calls", [4]any{1, "", "", "}"})+"data: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if len(calls) != 2 || calls[0].ID == "" || calls[1].ID == "" || calls[0].ID == calls[1].ID || !calls[0].Ended || !calls[1].Ended {
+		t.Fatalf("calls %+v, want two ended calls with ids of their own", calls)
+	}
+	if calls[0].Args() != `{"x":1}` || calls[1].Args() != "{}" {
+		t.Errorf("arguments %q and %q", calls[0].Args(), calls[1].Args())
+	}
+}
+
+// TestToolCallIDContinuesItsCall: a chunk that repeats a call's id continues
+// that call wherever its index, and never starts a second call of the same
+// id; a new id at a used index starts a new call, as servers that send every
+// call at index 0 do (FuzzOpenAIStream corpus: id-again-at-other-index).
+func TestToolCallIDContinuesItsCall(t *testing.T) {
+	r := collect(t, chunk("", [4]any{0, "c1", "a", "{"})+chunk("", [4]any{1, "c1", "", "}"})+
+		chunk("tool_calls", [4]any{0, "c2", "b", "{}"})+"data: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if len(calls) != 2 || calls[0].ID != "c1" || calls[0].Args() != "{}" || calls[1].ID != "c2" || calls[1].Args() != "{}" {
+		t.Fatalf("calls %+v", calls)
+	}
+}
+
+// TestBogusUsage: negative and huge token counts read as no tokens or as
+// model.MaxTokens (FuzzOpenAIStream corpus: negative-usage).
+func TestBogusUsage(t *testing.T) {
+	r := collect(t, `data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":-4,"completion_tokens":9000000000000,"total_tokens":-1}}`+"\n\ndata: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if u := r.Finish().Usage; u != (api.Usage{OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
+		t.Errorf("usage %+v", u)
+	}
+}
+
+// TestChunkOfWrongType: a chunk that is JSON but no chunk is a malformed
+// stream, not a connection that failed, and is not retried (FuzzOpenAIStream
+// corpus: chunk-not-an-object).
+func TestChunkOfWrongType(t *testing.T) {
+	r := collect(t, "data: 5\n\n")
+	var me *model.Error
+	if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Temporary || me.Message != "the provider sent a malformed stream event" {
+		t.Fatalf("error %#v", r.Err)
+	}
+}
+
+// TestInvalidUTF8: bytes that are not UTF-8 inside a chunk's strings reach
+// the parts as U+FFFD, as encoding/json decodes them; the SDK passes them on
+// as they came (FuzzOpenAIStream corpus: invalid-utf8-in-content,
+// invalid-utf8-in-tool-call).
+func TestInvalidUTF8(t *testing.T) {
+	r := collect(t, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"caf\xc3\"}}]}\n\n"+
+		"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\xff\",\"function\":{\"name\":\"w\",\"arguments\":\"{\\\"a\\\":\\\"\xe2\x98\\\"}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	calls := r.Calls()
+	if r.Text() != "caf\uFFFD" || len(calls) != 1 || calls[0].ID != "c\uFFFD" || calls[0].Args() != `{"a":"`+"\uFFFD"+`"}` {
+		t.Fatalf("text %q, calls %+v", r.Text(), calls)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -289,13 +290,15 @@ func conditionsOf(code float64) string {
 }
 
 // getJSON sends GET u with the per-request timeout and decodes a 2xx JSON
-// answer into dst. service names the upstream in errors.
+// answer into dst. service names the upstream in errors, whose text never
+// holds the URL, an address or a Go error: the cause stays reachable with
+// errors.Unwrap, for the log.
 func (t *Tool) getJSON(ctx context.Context, service, u string, dst any) error {
 	reqCtx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, u, nil)
 	if err != nil {
-		return fmt.Errorf("the %s service URL is not valid: %w", service, err)
+		return &causeError{msg: fmt.Sprintf("the %s service URL is not valid", service), err: withoutQuery(err)}
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := t.client.Do(req)
@@ -308,7 +311,8 @@ func (t *Tool) getJSON(ctx context.Context, service, u string, dst any) error {
 		return t.transportError(ctx, reqCtx, service, "sent a response that was cut short", err)
 	}
 	if len(body) > maxBodyBytes {
-		return fmt.Errorf("the %s service sent a response larger than 1 MiB", service)
+		return &causeError{msg: fmt.Sprintf("the %s service sent a response larger than 1 MiB", service),
+			err: fmt.Errorf("HTTP %d: the body has more than %d bytes", resp.StatusCode, maxBodyBytes)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return statusError(service, resp.StatusCode, body)
@@ -330,43 +334,74 @@ func (t *Tool) getJSON(ctx context.Context, service, u string, dst any) error {
 // cancellation apart from the tool's own timeout: only the latter is the
 // upstream's fault.
 func (t *Tool) transportError(ctx, reqCtx context.Context, service, what string, err error) error {
+	err = withoutQuery(err)
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("the %s request was canceled: %w", service, ctx.Err())
+		return &causeError{msg: fmt.Sprintf("the %s request was canceled", service), err: fmt.Errorf("%w: %w", ctx.Err(), err)}
 	case errors.Is(reqCtx.Err(), context.DeadlineExceeded):
-		return &causeError{
-			msg: fmt.Sprintf("the %s service did not answer within %s", service, t.timeout),
-			err: err,
-		}
+		return &causeError{msg: fmt.Sprintf("the %s service did not answer within %s", service, t.timeout), err: err}
 	}
-	// The *url.Error repeats the request URL, which adds nothing for the
-	// model; keep its cause.
 	var ue *url.Error
-	if errors.As(err, &ue) {
-		if ue.Timeout() {
-			return fmt.Errorf("the %s service did not answer in time: %w", service, ue.Err)
-		}
-		err = ue.Err
+	if errors.As(err, &ue) && ue.Timeout() {
+		return &causeError{msg: fmt.Sprintf("the %s service did not answer in time", service), err: err}
 	}
-	return fmt.Errorf("the %s service %s: %w", service, what, err)
+	return &causeError{msg: fmt.Sprintf("the %s service %s", service, what), err: err}
+}
+
+// withoutQuery drops the query from the URL a *url.Error repeats: it holds
+// the place name or the coordinates asked for, which the log does not need.
+func withoutQuery(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	base, _, found := strings.Cut(ue.URL, "?")
+	if !found {
+		return err
+	}
+	return &url.Error{Op: ue.Op, URL: base, Err: ue.Err}
 }
 
 // statusError explains a non-2xx answer, quoting Open-Meteo's reason when the
-// body is its error shape.
+// body is its error shape and the reason can be shown.
 func statusError(service string, status int, body []byte) error {
+	code := strings.TrimSpace("HTTP " + strconv.Itoa(status) + " " + http.StatusText(status))
+	cause := fmt.Errorf("%s: %s", code, clean(string(body)))
 	var e upstreamError
-	if json.Unmarshal(body, &e) == nil && strings.TrimSpace(e.Reason) != "" {
-		return fmt.Errorf("the %s service failed: HTTP %d: %s", service, status, clean(e.Reason))
+	if json.Unmarshal(body, &e) == nil {
+		if reason := shown(e.Reason); reason != "" {
+			return &causeError{msg: fmt.Sprintf("the %s service failed: HTTP %d: %s", service, status, reason), err: cause}
+		}
 	}
-	return fmt.Errorf("the %s service failed: %s", service, strings.TrimSpace("HTTP "+strconv.Itoa(status)+" "+http.StatusText(status)))
+	return &causeError{msg: fmt.Sprintf("the %s service failed: %s", service, code), err: cause}
 }
 
 // failedError explains an error body sent with a 2xx status.
 func failedError(service, reason string) error {
-	if reason = clean(reason); reason == "" {
-		reason = "no reason given"
+	msg := fmt.Sprintf("the %s service failed: no reason given", service)
+	if clean(reason) != "" {
+		msg = fmt.Sprintf("the %s service failed", service)
 	}
-	return fmt.Errorf("the %s service failed: %s", service, reason)
+	if r := shown(reason); r != "" {
+		msg = fmt.Sprintf("the %s service failed: %s", service, r)
+	}
+	return &causeError{msg: msg, err: fmt.Errorf("error body with reason %q", clean(reason))}
+}
+
+// unshowable matches what an error message must not repeat from an upstream's
+// text, since it goes to the client and to the model: a URL, an IP address,
+// a host and port, a file path, a Go network error.
+var unshowable = regexp.MustCompile(`://|\b\d{1,3}(\.\d{1,3}){3}\b|\[[0-9A-Fa-f:.%]*:[0-9A-Fa-f:.%]*\]|[A-Za-z0-9.\]-]:\d{1,5}\b|` +
+	`(^|[\s"'(=])(/|[A-Za-z]:\\)[A-Za-z0-9._~-]|\b(dial|read|write) (tcp|udp|unix)\b|\blookup \S|\bconnect: `)
+
+// shown is an upstream reason as an error message may quote it, cleaned;
+// "" when there is none or it repeats an address, a path or a Go error.
+func shown(reason string) string {
+	reason = clean(reason)
+	if unshowable.MatchString(reason) {
+		return ""
+	}
+	return reason
 }
 
 // clean makes an upstream reason fit for one line of an error message: the
