@@ -295,7 +295,8 @@ func (r *run) protocolError(format string, args ...any) error {
 // parseArgs checks that a call's arguments are a JSON object. Empty
 // arguments mean no arguments.
 func parseArgs(s string) (json.RawMessage, error) {
-	s = strings.TrimSpace(s)
+	// JSON's own whitespace only: anything else makes the text not JSON.
+	s = strings.Trim(s, " \t\r\n")
 	if s == "" {
 		return json.RawMessage(`{}`), nil
 	}
@@ -321,6 +322,15 @@ func (r *run) startTool(ctx context.Context, c *call) {
 				c.result, c.err = nil, errors.New("the tool failed inside the service")
 			}
 			r.endToolSpan(span, c)
+			if c.err != nil {
+				// The client and the model get the tool's safe message; the
+				// cause (an address, an upstream body) is for the log only.
+				attrs := []slog.Attr{slog.String("tool", c.name), slog.String("tool_call_id", c.id), slog.String("error", c.err.Error())}
+				if cause := errors.Unwrap(c.err); cause != nil {
+					attrs = append(attrs, slog.String("cause", cause.Error()))
+				}
+				a.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "tool call failed", attrs...)
+			}
 			name := c.name
 			if !ok {
 				name = otherTool

@@ -154,10 +154,10 @@ func FuzzToolArgs(f *testing.F) {
 		}
 
 		// The rule, stated apart from the agent's code: arguments are a JSON
-		// object, or nothing. White space around them does not count; the
-		// agent trims any Unicode white space (strings.TrimSpace), a little
-		// more than JSON's own four characters.
-		trimmed := strings.TrimSpace(args)
+		// object, or nothing. JSON's own white space around them (space,
+		// tab, CR, LF) does not count; any other character makes them not
+		// JSON.
+		trimmed := strings.Trim(args, " \t\r\n")
 		valid := trimmed == "" || (json.Valid([]byte(trimmed)) && trimmed[0] == '{')
 		want := trimmed
 		if !valid || trimmed == "" {

@@ -542,3 +542,36 @@ func TestHeaderLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestToolFailureLeaksNoAddress: a weather failure sent "dial tcp
+// 127.0.0.1:1: connect: connection refused" to the client and the model.
+// Now both get a sentence; the cause is in the log.
+func TestToolFailureLeaksNoAddress(t *testing.T) {
+	logs := &testkit.Buffer{}
+	svc := apptest.StartLogged(t, slog.New(slog.NewJSONHandler(logs, nil)), func(c *app.Config) {
+		c.WeatherGeocodingURL = "http://127.0.0.1:1"
+		c.WeatherForecastURL = "http://127.0.0.1:1"
+	})
+	body := `{"threadId":"w","messages":[{"role":"user","content":"What's the weather in Berlin?"}]}`
+	res, stream := svc.Post(t, streamPath, body)
+	if res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, stream)
+	}
+	res, gen := svc.Post(t, generatePath, strings.Replace(body, `"w"`, `"w2"`, 1))
+	if res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, gen)
+	}
+	if !strings.Contains(string(stream), "weatherTool failed: the geocoding service could not be reached") {
+		t.Fatalf("the stream does not say the tool failed:\n%s", stream)
+	}
+	for what, b := range map[string][]byte{"stream": stream, "generate body (and what the model was sent)": gen} {
+		for _, leak := range []string{"127.0.0.1", ":1/", "dial", "tcp", "connection refused", "http://"} {
+			if strings.Contains(string(b), leak) {
+				t.Fatalf("the %s carries %q:\n%s", what, leak, b)
+			}
+		}
+	}
+	if !strings.Contains(logs.String(), `"msg":"tool call failed"`) || !strings.Contains(logs.String(), "connection refused") {
+		t.Fatalf("the log does not keep the cause:\n%s", logs.String())
+	}
+}
