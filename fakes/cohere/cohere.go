@@ -22,7 +22,6 @@ import (
 
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -292,9 +291,9 @@ func toolPlan(parts []model.Part) string {
 
 func finishReason(r string) string {
 	switch r {
-	case api.FinishLength:
+	case model.FinishLength:
 		return "MAX_TOKENS"
-	case api.FinishToolCalls:
+	case model.FinishToolCalls:
 		return "TOOL_CALL"
 	}
 	return "COMPLETE"

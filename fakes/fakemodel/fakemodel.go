@@ -22,7 +22,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -91,7 +90,7 @@ func wait(ctx context.Context, d time.Duration) error {
 // Answer returns the parts the fake answers req with, ending with a finish.
 func Answer(req model.Request) []model.Part {
 	voice := voiceOf(req.System)
-	usage := api.Usage{InputTokens: inputTokens(req)}
+	usage := model.Usage{InputTokens: inputTokens(req)}
 	if len(req.Messages) > 1 {
 		// A prompt cache would have the instructions from the last turn.
 		usage.CachedInputTokens = CountTokens(req.System)
@@ -105,13 +104,13 @@ func Answer(req model.Request) []model.Part {
 		where = places(last.Content)
 	}
 	var parts []model.Part
-	reason := api.FinishStop
+	reason := model.FinishStop
 	switch {
 	case last.Role == model.RoleTool:
 		parts, usage.OutputTokens, reason = textParts(voice.weather(toolResults(req.Messages)), req.MaxOutputTokens)
 	case len(where) > 0:
 		parts, usage.OutputTokens = weatherCalls(req, where)
-		reason = api.FinishToolCalls
+		reason = model.FinishToolCalls
 	default:
 		parts, usage.OutputTokens, reason = textParts(voice.reply(last.Content, previousUser(req.Messages)), req.MaxOutputTokens)
 	}
@@ -160,9 +159,9 @@ func inputTokens(req model.Request) int {
 // textParts streams text one token per part, cut at max tokens (0: no cap).
 func textParts(text string, max int) ([]model.Part, int, string) {
 	toks := Tokens(text)
-	reason := api.FinishStop
+	reason := model.FinishStop
 	if max > 0 && len(toks) > max {
-		toks, reason = toks[:max], api.FinishLength
+		toks, reason = toks[:max], model.FinishLength
 	}
 	parts := make([]model.Part, 0, len(toks)+1)
 	for _, t := range toks {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
@@ -75,7 +74,7 @@ func TestVoices(t *testing.T) {
 	seen := map[string]agent.Personality{}
 	for _, p := range agent.Personalities() {
 		text, calls, fin := collect(t, m, request(p, user("Should I learn the cello?")))
-		if len(calls) != 0 || fin.Reason != api.FinishStop {
+		if len(calls) != 0 || fin.Reason != model.FinishStop {
 			t.Fatalf("%s: calls %v, finish %q", p, calls, fin.Reason)
 		}
 		if !strings.Contains(text, `"Should I learn the cello?"`) {
@@ -138,7 +137,7 @@ func TestWeatherCalls(t *testing.T) {
 		if !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%q: calls for %q, want %q", tc.msg, got, tc.want)
 		}
-		if len(tc.want) > 0 && fin.Reason != api.FinishToolCalls {
+		if len(tc.want) > 0 && fin.Reason != model.FinishToolCalls {
 			t.Errorf("%q: finish %q", tc.msg, fin.Reason)
 		}
 	}
@@ -172,7 +171,7 @@ func TestAnswersFromToolResults(t *testing.T) {
 		{Role: model.RoleTool, ToolCallID: "b", ToolName: "weatherTool", IsError: true, Content: `{"error":"weatherTool failed: no place named \"Atlantis\" was found"}`},
 	}
 	text, calls, fin := collect(t, m, request(agent.Wanderer, msgs...))
-	if len(calls) != 0 || fin.Reason != api.FinishStop {
+	if len(calls) != 0 || fin.Reason != model.FinishStop {
 		t.Fatalf("calls %v finish %q", calls, fin.Reason)
 	}
 	for _, want := range []string{"In Berlin it is 4.2°C (feels like 1.5°C) with overcast, humidity 81%, wind 14.4 km/h and gusts up to 30.2 km/h.",
@@ -189,11 +188,11 @@ func TestLength(t *testing.T) {
 	full, _, _ := collect(t, m, req)
 	req.MaxOutputTokens = 5
 	text, _, fin := collect(t, m, req)
-	if fin.Reason != api.FinishLength || fin.Usage.OutputTokens != 5 || len(fakemodel.Tokens(text)) != 5 || !strings.HasPrefix(full, text) {
+	if fin.Reason != model.FinishLength || fin.Usage.OutputTokens != 5 || len(fakemodel.Tokens(text)) != 5 || !strings.HasPrefix(full, text) {
 		t.Fatalf("%q (%s, %d tokens)", text, fin.Reason, fin.Usage.OutputTokens)
 	}
 	req.MaxOutputTokens = 1000
-	if _, _, fin := collect(t, m, req); fin.Reason != api.FinishStop {
+	if _, _, fin := collect(t, m, req); fin.Reason != model.FinishStop {
 		t.Fatalf("a limit not reached gave %q", fin.Reason)
 	}
 }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -263,9 +262,9 @@ func contentText(raw json.RawMessage) (string, error) {
 
 func finishReason(r string) string {
 	switch r {
-	case api.FinishLength:
+	case model.FinishLength:
 		return "length"
-	case api.FinishToolCalls:
+	case model.FinishToolCalls:
 		return "tool_calls"
 	}
 	return "stop"

@@ -11,14 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+
 	"time"
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -106,6 +105,19 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// RoleSystem is the role of a request message that adds to the
+// instructions instead of joining the conversation.
+const RoleSystem = "system"
+
+// Message is one message of a request: roles model.RoleUser and
+// model.RoleAssistant join the conversation, RoleSystem adds to the
+// instructions. ID is the client's, or "" for one to be made.
+type Message struct {
+	ID      string
+	Role    string
+	Content string
+}
+
 // Input is one run's request, already validated.
 type Input struct {
 	ThreadID    string
@@ -113,51 +125,21 @@ type Input struct {
 	Personality Personality
 	// History is the thread's earlier conversation, oldest first.
 	History []model.Message
-	// Messages are the request's new messages: user and assistant messages
-	// join the conversation; system messages add to the instructions.
-	Messages []api.Message
+	// Messages are the request's new messages.
+	Messages []Message
 	// MaxSteps and MaxOutputTokens lower the agent's limits when positive.
 	MaxSteps        int
 	MaxOutputTokens int
 }
 
-// Result is a finished run.
-type Result struct {
-	// Response is the generate body.
-	Response api.GenerateResponse
-	// Reply is what the run added to the conversation, in order: assistant
-	// messages and the tool messages that answer their calls.
-	Reply []model.Message
-}
-
-// Emit receives the stream events of a run in order. An error stops the run.
-type Emit func(api.Event) error
-
-// RunError is a run that failed: the model failed, or the run was cancelled.
-// The terminal events (error, run-finish) have been emitted when Emitted is
-// true.
-type RunError struct {
-	// Code is the error event's code (api.CodeModelError, ...).
-	Code string
-	// Message is safe to show to a client.
-	Message string
-	Err     error
-	// Usage counts the tokens the run used before it failed.
-	Usage api.Usage
-}
-
 // ErrRunTimeout is the cause of a run context that ended because the run
 // took longer than it may (context.WithTimeoutCause): the run then fails
-// with code RUN_TIMEOUT rather than CANCELLED.
+// with FailedTimeout rather than FailedCancelled.
 var ErrRunTimeout = errors.New("the run took longer than the longest a run may take")
 
-func (e *RunError) Error() string { return e.Message + ": " + e.Err.Error() }
-func (e *RunError) Unwrap() error { return e.Err }
-
-// Run runs the agent on in, calling emit (which may be nil) for each event.
-// On success it returns the result. On failure it still emits the terminal
-// events (an error event, then run-finish) when it can, and returns a
-// *RunError, or the emit error when the client went away.
+// Run runs the agent on in, calling emit (which may be nil) for each event,
+// and returns the finished run. A run that fails after it started returns a
+// *RunError, or the emit error when emit failed.
 func (a *Agent) Run(ctx context.Context, in Input, emit Emit) (*Result, error) {
 	r := a.newRun(in, emit)
 	ctx, span := a.startRunSpan(ctx, r)
@@ -165,7 +147,7 @@ func (a *Agent) Run(ctx context.Context, in Input, emit Emit) (*Result, error) {
 	r.traceID = traceIDOf(span, a.cfg.NewID)
 
 	a.cfg.Observer.RunStarted(ctx, r.info())
-	res, err := r.loop(ctx, span)
+	res, err := r.loop(ctx)
 	a.finish(ctx, span, r, err)
 	return res, err
 }
@@ -176,6 +158,7 @@ type run struct {
 	in       Input
 	runID    string
 	traceID  string
+	replyID  string
 	started  time.Time
 	emit     Emit
 	emitErr  error
@@ -184,15 +167,12 @@ type run struct {
 
 	system   string
 	convo    []model.Message // what the model sees next
+	input    []Message
 	reply    []model.Message
-	steps    []api.Step
-	total    api.Usage
+	steps    []Step
+	total    model.Usage
 	finish   string
-	warnings []api.Warning
-	calls    []api.ToolCall
-	results  []api.ToolResult
-	uiInput  []api.UIMessage
-	uiReply  api.UIMessage
+	warnings []Warning
 }
 
 func (a *Agent) newRun(in Input, emit Emit) *run {
@@ -206,50 +186,40 @@ func (a *Agent) newRun(in Input, emit Emit) *run {
 	}
 	var extra []string
 	r.convo = append(r.convo, in.History...)
-	created := timestamp(r.started)
 	for _, m := range in.Messages {
-		if m.Role == api.RoleSystem {
+		if m.Role == RoleSystem {
 			extra = append(extra, m.Content)
 			continue
 		}
 		r.convo = append(r.convo, model.Message{Role: m.Role, Content: m.Content})
-		id := m.ID
-		if id == "" {
-			id = a.cfg.NewID()
+		if m.ID == "" {
+			m.ID = a.cfg.NewID()
 		}
-		r.uiInput = append(r.uiInput, api.UIMessage{ID: id, Role: m.Role, Metadata: r.meta(created),
-			Parts: []api.UIPart{{Type: "text", Text: m.Content}}})
+		r.input = append(r.input, m)
 	}
 	r.system = Instructions(in.Personality, extra)
-	r.uiReply = api.UIMessage{ID: a.cfg.NewID(), Role: api.RoleAssistant, Metadata: r.meta(created), Parts: []api.UIPart{}}
+	r.replyID = a.cfg.NewID()
 	return r
-}
-
-func (r *run) meta(created string) api.UIMetadata {
-	return api.UIMetadata{CreatedAt: created, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID}
 }
 
 // send emits ev unless an earlier emit failed; the first failure is kept and
 // stops the run.
-func (r *run) send(ev api.Event) error {
+func (r *run) send(ev Event) error {
 	if r.emitErr != nil {
 		return r.emitErr
 	}
 	if r.emit == nil {
 		return nil
 	}
-	ev.RunID = r.runID
 	if err := r.emit(ev); err != nil {
-		r.emitErr = fmt.Errorf("writing %s event: %w", ev.Type, err)
+		r.emitErr = fmt.Errorf("writing %T: %w", ev, err)
 	}
 	return r.emitErr
 }
 
-func (r *run) loop(ctx context.Context, span trace.Span) (*Result, error) {
-	if err := r.send(api.Event{Type: api.EventStart, Payload: api.StartPayload{
-		AgentID: api.AgentID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
-		Personality: string(r.in.Personality), TraceID: r.traceID,
-	}}); err != nil {
+func (r *run) loop(ctx context.Context) (*Result, error) {
+	if err := r.send(RunStarted{RunID: r.runID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
+		Personality: r.in.Personality, TraceID: r.traceID}); err != nil {
 		return nil, err
 	}
 	for i := 0; i < r.maxSteps; i++ {
@@ -261,39 +231,28 @@ func (r *run) loop(ctx context.Context, span trace.Span) (*Result, error) {
 			break
 		}
 		if i == r.maxSteps-1 {
-			r.warnings = append(r.warnings, api.Warning{Type: "max-steps",
+			r.warnings = append(r.warnings, Warning{Kind: "max-steps",
 				Message: fmt.Sprintf("the run stopped after %d steps, its maximum, before the model gave a final answer", r.maxSteps)})
 		}
 	}
-	if err := r.send(api.Event{Type: api.EventRunFinish, Payload: api.RunFinishPayload{FinishReason: r.finish, Usage: r.total}}); err != nil {
-		return nil, err
-	}
-	return &Result{Response: r.response(), Reply: r.reply}, nil
+	return r.result(), nil
 }
 
-// fail ends a failed run with its terminal events and returns the error the
-// caller gets.
+// fail is the error of a failed run.
 func (r *run) fail(ctx context.Context, err error) error {
-	if r.emitErr != nil {
+	if r.emitErr != nil && ctx.Err() == nil {
 		return r.emitErr
 	}
-	r.finish = api.FinishError
-	re := &RunError{Code: api.CodeInternal, Message: "the run failed inside the service", Err: err, Usage: r.total}
+	r.finish = model.FinishError
+	re := &RunError{Kind: FailedInternal, Err: err, Usage: r.total}
 	var me *model.Error
 	switch {
 	case errors.Is(context.Cause(ctx), ErrRunTimeout):
-		re.Code, re.Message = api.CodeRunTimeout, "the run took longer than the longest a run may take, and was stopped"
+		re.Kind = FailedTimeout
 	case ctx.Err() != nil:
-		re.Code, re.Message = api.CodeCancelled, "the run was cancelled before it finished"
+		re.Kind = FailedCancelled
 	case errors.As(err, &me):
-		re.Code, re.Message = api.CodeModelError, me.Provider+" model failed: "+me.Message
-	}
-	if r.send(api.Event{Type: api.EventError, Error: &api.StreamError{Message: re.Message, Code: re.Code}}) == nil {
-		_ = r.send(api.Event{Type: api.EventRunFinish, Payload: api.RunFinishPayload{FinishReason: api.FinishError, Usage: r.total}})
-	}
-	if r.emitErr != nil && ctx.Err() != nil {
-		// The client is gone; the write failure says nothing new.
-		r.emitErr = nil
+		re.Kind = FailedModel
 	}
 	return re
 }
@@ -301,7 +260,7 @@ func (r *run) fail(ctx context.Context, err error) error {
 func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) {
 	stats := RunStats{FinishReason: r.finish, Steps: len(r.steps), Usage: r.total, Duration: a.cfg.Now().Sub(r.started), Err: err}
 	if err != nil && stats.FinishReason == "" {
-		stats.FinishReason = api.FinishError
+		stats.FinishReason = model.FinishError
 	}
 	endRunSpan(span, stats)
 	a.cfg.Observer.RunFinished(ctx, r.info(), stats)
@@ -328,54 +287,11 @@ func (r *run) info() RunInfo {
 	return RunInfo{RunID: r.runID, Provider: r.a.cfg.Model.Provider(), Model: r.a.cfg.Model.ID(), Personality: string(r.in.Personality)}
 }
 
-// response builds the generate body from the finished steps.
-func (r *run) response() api.GenerateResponse {
-	last := r.steps[len(r.steps)-1]
-	resp := last.Response
-	resp.UIMessages = append(append([]api.UIMessage{}, r.uiInput...), r.uiReply)
-	// The run's messages and text are its steps', in order: each step has
-	// converted its own already.
-	resp.Messages = make([]api.ModelMessage, 0, len(r.reply))
-	var text strings.Builder
-	for _, s := range r.steps {
-		resp.Messages = append(resp.Messages, s.Response.Messages...)
-		text.WriteString(s.Text)
-	}
-	return api.GenerateResponse{
-		// The run's text is what the stream's text events concatenate to.
-		Text:             text.String(),
-		Usage:            r.total,
-		TotalUsage:       r.total,
-		Steps:            r.steps,
-		FinishReason:     r.finish,
-		Warnings:         nonNil(r.warnings),
-		ProviderMetadata: last.ProviderMetadata,
-		TraceID:          r.traceID,
-		RunID:            r.runID,
-		Request:          last.Request,
-		Reasoning:        []any{},
-		ToolCalls:        nonNil(r.calls),
-		ToolResults:      nonNil(r.results),
-		Sources:          []any{},
-		Files:            []any{},
-		Response:         resp,
-		TripwireReason:   "",
+// result is the finished run.
+func (r *run) result() *Result {
+	return &Result{
+		RunID: r.runID, TraceID: r.traceID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
+		Personality: r.in.Personality, Started: r.started, Steps: r.steps, FinishReason: r.finish,
+		Usage: r.total, Warnings: r.warnings, ReplyID: r.replyID, Input: r.input, Reply: r.reply,
 	}
 }
-
-func modelMessage(m model.Message) api.ModelMessage {
-	out := api.ModelMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
-	for _, c := range m.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, api.ToolCall{ToolCallID: c.ID, ToolName: c.Name, Args: c.Args, ProviderMetadata: map[string]any{}})
-	}
-	return out
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

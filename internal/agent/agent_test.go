@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
-	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/model"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
@@ -68,7 +66,7 @@ func (s *script) Stream(ctx context.Context, req model.Request) iter.Seq2[model.
 func text(s string) model.Part { return model.Part{Kind: model.PartText, Text: s} }
 
 func finish(reason string, in, out int) model.Part {
-	return model.Part{Kind: model.PartFinish, Finish: &model.Finish{Reason: reason, Usage: api.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}}}
+	return model.Part{Kind: model.PartFinish, Finish: &model.Finish{Reason: reason, Usage: model.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}}}
 }
 
 func toolCall(id, name string, deltas ...string) []model.Part {
@@ -132,33 +130,79 @@ func (t *echoTool) Run(ctx context.Context, args json.RawMessage) (any, error) {
 
 type recorder struct {
 	mu     sync.Mutex
-	events []api.Event
+	events []agent.Event
 }
 
-func (r *recorder) emit(ev api.Event) error {
+func (r *recorder) emit(ev agent.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, ev)
 	return nil
 }
 
-// decoded turns recorded events into what a client would read.
-func (r *recorder) decoded(t *testing.T) []apitest.Event {
-	t.Helper()
-	var out []apitest.Event
+// names lists the recorded events' types, comma-separated.
+func (r *recorder) names() string {
+	var out []string
 	for _, ev := range r.events {
-		b, err := json.Marshal(ev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e apitest.Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			t.Fatal(err)
-		}
-		e.Raw = string(b)
-		out = append(out, e)
+		out = append(out, strings.TrimPrefix(fmt.Sprintf("%T", ev), "agent."))
 	}
-	return out
+	return strings.Join(out, ",")
+}
+
+// check verifies the rules a run's events keep, stated apart from the
+// agent's code: text deltas concatenate to the reply's text; a call's
+// input deltas to its arguments (unless they were not a JSON object, when
+// the call failed); a call is reported before its outcome, which names it;
+// steps open and close in order.
+func (r *recorder) check(t *testing.T, res *agent.Result) {
+	t.Helper()
+	var text strings.Builder
+	deltas := map[string]string{}
+	called := map[string]agent.ToolCall{}
+	failed := map[string]bool{}
+	step := -1
+	for i, ev := range r.events {
+		switch e := ev.(type) {
+		case agent.RunStarted:
+			if i != 0 {
+				t.Fatalf("RunStarted at %d", i)
+			}
+		case agent.StepStarted:
+			if e.Index != step+1 {
+				t.Fatalf("step %d started after step %d", e.Index, step)
+			}
+			step = e.Index
+		case agent.StepFinished:
+			if e.Index != step {
+				t.Fatalf("step %d finished in step %d", e.Index, step)
+			}
+		case agent.TextDelta:
+			text.WriteString(e.Text)
+		case agent.ToolInputDelta:
+			deltas[e.CallID] += e.Delta
+		case agent.ToolCalled:
+			called[e.Call.ID] = e.Call
+		case agent.ToolFailed:
+			failed[e.CallID] = true
+		case agent.ToolReturned:
+			c, ok := called[e.Result.CallID]
+			if !ok || c.Name != e.Result.Tool || failed[c.ID] != e.Result.Failed() {
+				t.Fatalf("outcome %+v does not answer a call %+v", e.Result, c)
+			}
+			// JSON's white space around the arguments does not count, and
+			// none at all means {}.
+			d := strings.Trim(deltas[c.ID], " \t\r\n")
+			if d == "" {
+				d = "{}"
+			}
+			if !e.Result.Failed() && d != string(c.Args) {
+				t.Fatalf("the deltas of %s concatenate to %q, not to its args %s", c.ID, deltas[c.ID], c.Args)
+			}
+		}
+	}
+	if res != nil && text.String() != res.Text() {
+		t.Fatalf("text deltas concatenate to %q, the reply is %q", text.String(), res.Text())
+	}
 }
 
 func newAgent(t *testing.T, m model.Model, tools ...agent.Tool) *agent.Agent {
@@ -172,57 +216,45 @@ func newAgent(t *testing.T, m model.Model, tools ...agent.Tool) *agent.Agent {
 
 func input(msg string) agent.Input {
 	return agent.Input{ThreadID: "t1", ResourceID: "u1", Personality: agent.Friend,
-		Messages: []api.Message{{Role: api.RoleUser, Content: msg}}}
+		Messages: []agent.Message{{Role: model.RoleUser, Content: msg}}}
 }
 
 func TestPlainReply(t *testing.T) {
-	m := &script{turns: []turn{{parts: parts(text("Hello"), text(" there"), finish(api.FinishStop, 10, 2))}}}
+	m := &script{turns: []turn{{parts: parts(text("Hello"), text(" there"), finish(model.FinishStop, 10, 2))}}}
 	rec := &recorder{}
 	res, err := newAgent(t, m).Run(context.Background(), input("hi"), rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := rec.decoded(t)
-	if err := apitest.Check(events); err != nil {
-		t.Fatal(err)
+	rec.check(t, res)
+	if got, want := rec.names(), "RunStarted,StepStarted,TextDelta,TextDelta,StepFinished"; got != want {
+		t.Fatalf("events %s, want %s", got, want)
 	}
-	if err := apitest.CheckAgainst(events, res.Response); err != nil {
-		t.Fatal(err)
+	if res.Text() != "Hello there" || res.FinishReason != model.FinishStop || len(res.Steps) != 1 {
+		t.Fatalf("result %q %q %d steps", res.Text(), res.FinishReason, len(res.Steps))
 	}
-	want := []string{"start", "step-start", "text", "text", "step-finish", "run-finish"}
-	if got := apitest.Types(events); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("events %v, want %v", got, want)
+	if res.Usage != (model.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12}) || res.Steps[0].Total != res.Usage {
+		t.Fatalf("usage %+v", res.Usage)
 	}
-	r := res.Response
-	if r.Text != "Hello there" || r.FinishReason != api.FinishStop || len(r.Steps) != 1 {
-		t.Fatalf("response %q %q %d steps", r.Text, r.FinishReason, len(r.Steps))
+	start := rec.events[0].(agent.RunStarted)
+	if len(res.TraceID) != 32 || start.TraceID != res.TraceID || start.RunID != res.RunID || start.ThreadID != "t1" || start.ResourceID != "u1" {
+		t.Fatalf("traceId %q, start %+v", res.TraceID, start)
 	}
-	if r.Usage != (api.Usage{InputTokens: 10, OutputTokens: 2, TotalTokens: 12}) || r.TotalUsage != r.Usage {
-		t.Fatalf("usage %+v", r.Usage)
+	if len(res.Input) != 1 || res.Input[0].ID == "" || res.Input[0].Content != "hi" || res.ReplyID == "" ||
+		rec.events[1].(agent.StepStarted).MessageID != res.ReplyID {
+		t.Fatalf("input %+v, reply id %q", res.Input, res.ReplyID)
 	}
-	if len(r.TraceID) != 32 || r.Steps[0].TraceID != r.TraceID {
-		t.Fatalf("traceId %q, step %q", r.TraceID, r.Steps[0].TraceID)
-	}
-	ui := r.Response.UIMessages
-	if len(ui) != 2 || ui[0].Role != "user" || ui[1].Role != "assistant" || ui[1].Parts[0].Text != "Hello there" ||
-		ui[1].Metadata.ThreadID != "t1" || ui[1].Metadata.ResourceID != "u1" {
-		t.Fatalf("uiMessages %+v", ui)
-	}
-	body, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := apitest.CheckGenerateBody(body); err != nil {
-		t.Fatal(err)
+	if len(res.Reply) != 1 || res.Reply[0].Role != model.RoleAssistant || res.Reply[0].Content != "Hello there" {
+		t.Fatalf("reply %+v", res.Reply)
 	}
 }
 
 func TestInstructions(t *testing.T) {
-	m := &script{turns: []turn{{parts: parts(text("ok"), finish(api.FinishStop, 1, 1))}}}
+	m := &script{turns: []turn{{parts: parts(text("ok"), finish(model.FinishStop, 1, 1))}}}
 	in := input("hi")
 	in.Personality = agent.Philosopher
 	in.History = []model.Message{{Role: model.RoleUser, Content: "earlier"}, {Role: model.RoleAssistant, Content: "reply"}}
-	in.Messages = append([]api.Message{{Role: api.RoleSystem, Content: "Answer in French."}}, in.Messages...)
+	in.Messages = append([]agent.Message{{Role: agent.RoleSystem, Content: "Answer in French."}}, in.Messages...)
 	if _, err := newAgent(t, m).Run(context.Background(), in, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -262,46 +294,35 @@ func TestPersonalities(t *testing.T) {
 func TestToolRound(t *testing.T) {
 	tool := &echoTool{name: "echo"}
 	m := &script{turns: []turn{
-		{parts: parts(toolCall("c1", "echo", `{"x":`, `1}`), finish(api.FinishToolCalls, 5, 3))},
-		{parts: parts(text("done"), finish(api.FinishStop, 9, 1))},
+		{parts: parts(toolCall("c1", "echo", `{"x":`, `1}`), finish(model.FinishToolCalls, 5, 3))},
+		{parts: parts(text("done"), finish(model.FinishStop, 9, 1))},
 	}}
 	rec := &recorder{}
 	res, err := newAgent(t, m, tool).Run(context.Background(), input("go"), rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := rec.decoded(t)
-	if err := apitest.Check(events); err != nil {
-		t.Fatal(err)
-	}
-	if err := apitest.CheckAgainst(events, res.Response); err != nil {
-		t.Fatal(err)
-	}
-	want := "start,step-start,tool-call-input-streaming-start,tool-call-delta,tool-call-delta,tool-call-input-streaming-end,tool-call,tool-result,step-finish,step-start,text,step-finish,run-finish"
-	if got := strings.Join(apitest.Types(events), ","); got != want {
+	rec.check(t, res)
+	want := "RunStarted,StepStarted,ToolInputStarted,ToolInputDelta,ToolInputDelta,ToolInputEnded,ToolCalled,ToolReturned,StepFinished,StepStarted,TextDelta,StepFinished"
+	if got := rec.names(); got != want {
 		t.Fatalf("events\n%s\nwant\n%s", got, want)
 	}
-	r := res.Response
-	if len(r.Steps) != 2 || r.Steps[0].FinishReason != api.FinishToolCalls || r.Steps[1].StepType != api.StepToolResult {
-		t.Fatalf("steps %+v", r.Steps)
+	if len(res.Steps) != 2 || res.Steps[0].FinishReason != model.FinishToolCalls || res.Steps[1].Kind != agent.StepToolResult {
+		t.Fatalf("steps %+v", res.Steps)
 	}
-	if r.TotalUsage.InputTokens != 14 || r.Steps[1].TotalUsage.OutputTokens != 4 || r.Steps[0].TotalUsage.OutputTokens != 3 {
-		t.Fatalf("usage %+v / %+v", r.TotalUsage, r.Steps[1].TotalUsage)
+	if res.Usage.InputTokens != 14 || res.Steps[1].Total.OutputTokens != 4 || res.Steps[0].Total.OutputTokens != 3 {
+		t.Fatalf("usage %+v / %+v", res.Usage, res.Steps[1].Total)
 	}
-	if string(r.ToolResults[0].Result) != `{"x":1}` || string(r.ToolCalls[0].Args) != `{"x":1}` {
-		t.Fatalf("tool call %s result %s", r.ToolCalls[0].Args, r.ToolResults[0].Result)
+	if string(res.Steps[0].Results[0].Output) != `{"x":1}` || string(res.Steps[0].Calls[0].Args) != `{"x":1}` {
+		t.Fatalf("tool call %s result %s", res.Steps[0].Calls[0].Args, res.Steps[0].Results[0].Output)
 	}
 	// The second call sees the assistant's call and the tool's answer.
 	second := m.reqs[1].Messages
 	if n := len(second); n != 3 || second[1].ToolCalls[0].ID != "c1" || second[2].Role != model.RoleTool || second[2].Content != `{"x":1}` {
 		t.Fatalf("second request %+v", second)
 	}
-	if len(res.Reply) != 3 {
+	if len(res.Reply) != 3 || len(res.Steps[0].Messages) != 2 || len(res.Steps[1].Messages) != 1 {
 		t.Fatalf("reply %+v", res.Reply)
-	}
-	parts := r.Response.UIMessages[1].Parts
-	if len(parts) != 2 || parts[0].Type != "tool-echo" || parts[0].State != "output-available" || parts[1].Text != "done" {
-		t.Fatalf("ui parts %+v", parts)
 	}
 }
 
@@ -318,47 +339,37 @@ func TestToolErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			m := &script{turns: []turn{
-				{parts: parts(toolCall("c1", tc.tool, tc.args), finish(api.FinishToolCalls, 1, 1))},
-				{parts: parts(text("sorry"), finish(api.FinishStop, 1, 1))},
+				{parts: parts(toolCall("c1", tc.tool, tc.args), finish(model.FinishToolCalls, 1, 1))},
+				{parts: parts(text("sorry"), finish(model.FinishStop, 1, 1))},
 			}}
 			rec := &recorder{}
 			res, err := newAgent(t, m, &echoTool{name: "echo"}).Run(context.Background(), input("go"), rec.emit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			events := rec.decoded(t)
-			var errEv *apitest.Event
-			for i := range events {
-				if events[i].Type == api.EventError {
-					errEv = &events[i]
+			rec.check(t, res)
+			var failed *agent.ToolFailed
+			for _, ev := range rec.events {
+				if f, ok := ev.(agent.ToolFailed); ok {
+					failed = &f
 				}
 			}
-			if errEv == nil || errEv.Error.Code != api.CodeToolError || errEv.Error.Message != tc.wantMsg {
-				t.Fatalf("error event %+v, want TOOL_ERROR %q", errEv, tc.wantMsg)
+			if failed == nil || failed.CallID != "c1" || failed.Message != tc.wantMsg {
+				t.Fatalf("failure %+v, want %q", failed, tc.wantMsg)
 			}
-			// Bad arguments break one rule on purpose: their deltas are what
-			// the model sent, the call's args the {} the tool was refused with.
-			err = apitest.Check(events)
-			if tc.name == "bad arguments" {
-				if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "argsTextDelta of \"c1\" concatenate to {\"x\":, not to the args {}") {
-					t.Fatalf("check: %v; want only the args of c1 to differ from their deltas", err)
-				}
-			} else if err != nil {
-				t.Fatal(err)
+			if res.Text() != "sorry" || res.FinishReason != model.FinishStop {
+				t.Fatalf("run did not go on: %q %q", res.Text(), res.FinishReason)
 			}
-			r := res.Response
-			if r.Text != "sorry" || r.FinishReason != api.FinishStop {
-				t.Fatalf("run did not go on: %q %q", r.Text, r.FinishReason)
+			if len(res.Warnings) != 1 || res.Warnings[0].Kind != "tool-error" || res.Warnings[0].Message != tc.wantMsg {
+				t.Fatalf("warnings %+v", res.Warnings)
 			}
-			if len(r.Warnings) != 1 || r.Warnings[0].Type != "tool-error" || r.Warnings[0].Message != tc.wantMsg {
-				t.Fatalf("warnings %+v", r.Warnings)
-			}
+			tr := res.Steps[0].Results[0]
 			var result map[string]string
-			_ = json.Unmarshal(r.ToolResults[0].Result, &result)
-			if !r.ToolResults[0].IsError || result["error"] != tc.wantMsg {
-				t.Fatalf("tool result %+v", r.ToolResults[0])
+			_ = json.Unmarshal(tr.Output, &result)
+			if !tr.Failed() || tr.Error != tc.wantMsg || result["error"] != tc.wantMsg {
+				t.Fatalf("tool result %+v", tr)
 			}
-			if tm := m.reqs[1].Messages[2]; !tm.IsError || tm.Content != string(r.ToolResults[0].Result) {
+			if tm := m.reqs[1].Messages[2]; !tm.IsError || tm.Content != string(tr.Output) {
 				t.Fatalf("model was not told: %+v", tm)
 			}
 		})
@@ -375,8 +386,8 @@ func TestToolsRunConcurrently(t *testing.T) {
 		close(tool.release)
 	}()
 	m := &script{turns: []turn{
-		{parts: parts(toolCall("a", "echo", `{"n":1}`), toolCall("b", "echo", `{"n":2}`), finish(api.FinishToolCalls, 1, 1))},
-		{parts: parts(text("both"), finish(api.FinishStop, 1, 1))},
+		{parts: parts(toolCall("a", "echo", `{"n":1}`), toolCall("b", "echo", `{"n":2}`), finish(model.FinishToolCalls, 1, 1))},
+		{parts: parts(text("both"), finish(model.FinishStop, 1, 1))},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -385,12 +396,11 @@ func TestToolsRunConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Response.ToolResults) != 2 || res.Response.ToolResults[0].ToolCallID != "a" || res.Response.ToolResults[1].ToolCallID != "b" {
-		t.Fatalf("results %+v: want both, in call order", res.Response.ToolResults)
+	rs := res.Steps[0].Results
+	if len(rs) != 2 || rs[0].CallID != "a" || rs[1].CallID != "b" {
+		t.Fatalf("results %+v: want both, in call order", rs)
 	}
-	if err := apitest.Check(rec.decoded(t)); err != nil {
-		t.Fatal(err)
-	}
+	rec.check(t, res)
 }
 
 // TestCallsClosedByFinish: calls the model never closes, with or without
@@ -400,30 +410,28 @@ func TestCallsClosedByFinish(t *testing.T) {
 		return []model.Part{{Kind: model.PartToolCallStart, ToolName: "echo", ToolCallID: id}, {Kind: model.PartToolCallDelta, ToolCallID: id, Text: args}}
 	}
 	m := &script{turns: []turn{
-		{parts: parts(open("", `{"n":1}`), open("", `{"n":2}`), open("c3", `{"n":3}`), finish(api.FinishToolCalls, 1, 1))},
-		{parts: parts(text("all three"), finish(api.FinishStop, 1, 1))},
+		{parts: parts(open("", `{"n":1}`), open("", `{"n":2}`), open("c3", `{"n":3}`), finish(model.FinishToolCalls, 1, 1))},
+		{parts: parts(text("all three"), finish(model.FinishStop, 1, 1))},
 	}}
 	rec := &recorder{}
 	res, err := newAgent(t, m, &echoTool{name: "echo"}).Run(context.Background(), input("go"), rec.emit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := apitest.Check(rec.decoded(t)); err != nil {
-		t.Fatal(err)
+	rec.check(t, res)
+	calls, results := res.Steps[0].Calls, res.Steps[0].Results
+	if len(results) != 3 || calls[0].ID == calls[1].ID || calls[2].ID != "c3" {
+		t.Fatalf("calls %+v", calls)
 	}
-	r := res.Response
-	if len(r.ToolResults) != 3 || r.ToolCalls[0].ToolCallID == r.ToolCalls[1].ToolCallID || r.ToolCalls[2].ToolCallID != "c3" {
-		t.Fatalf("calls %+v", r.ToolCalls)
-	}
-	for i, tr := range r.ToolResults {
-		if want := fmt.Sprintf(`{"n":%d}`, i+1); tr.IsError || string(tr.Result) != want {
-			t.Errorf("result %d: %s, want %s", i, tr.Result, want)
+	for i, tr := range results {
+		if want := fmt.Sprintf(`{"n":%d}`, i+1); tr.Failed() || string(tr.Output) != want {
+			t.Errorf("result %d: %s, want %s", i, tr.Output, want)
 		}
 	}
 }
 
 func TestMaxSteps(t *testing.T) {
-	loop := turn{parts: parts(toolCall("", "echo", `{}`), finish(api.FinishToolCalls, 1, 1))}
+	loop := turn{parts: parts(toolCall("", "echo", `{}`), finish(model.FinishToolCalls, 1, 1))}
 	m := &script{turns: []turn{loop, loop, loop, loop}}
 	in := input("go")
 	in.MaxSteps = 2 // lowers the agent's 3
@@ -431,15 +439,14 @@ func TestMaxSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := res.Response
-	if len(r.Steps) != 2 || r.FinishReason != api.FinishToolCalls {
-		t.Fatalf("%d steps, finish %q", len(r.Steps), r.FinishReason)
+	if len(res.Steps) != 2 || res.FinishReason != model.FinishToolCalls {
+		t.Fatalf("%d steps, finish %q", len(res.Steps), res.FinishReason)
 	}
-	if len(r.Warnings) != 1 || r.Warnings[0].Type != "max-steps" {
-		t.Fatalf("warnings %+v", r.Warnings)
+	if len(res.Warnings) != 1 || res.Warnings[0].Kind != "max-steps" {
+		t.Fatalf("warnings %+v", res.Warnings)
 	}
-	if r.ToolCalls[0].ToolCallID == "" || r.ToolCalls[0].ToolCallID == r.ToolCalls[1].ToolCallID {
-		t.Fatalf("missing call ids must be made up, uniquely: %+v", r.ToolCalls)
+	if a, b := res.Steps[0].Calls[0].ID, res.Steps[1].Calls[0].ID; a == "" || a == b {
+		t.Fatalf("missing call ids must be made up, uniquely: %q, %q", a, b)
 	}
 }
 
@@ -448,7 +455,7 @@ func TestMaxOutputTokens(t *testing.T) {
 		{0, 0, 0}, {0, 7, 7}, {10, 0, 10}, {10, 7, 7}, {10, 20, 10},
 	}
 	for _, tc := range tests {
-		m := &script{turns: []turn{{parts: parts(text("x"), finish(api.FinishLength, 1, 1))}}}
+		m := &script{turns: []turn{{parts: parts(text("x"), finish(model.FinishLength, 1, 1))}}}
 		a, err := agent.New(agent.Config{Model: m, MaxOutputTokens: tc.agentMax})
 		if err != nil {
 			t.Fatal(err)
@@ -462,8 +469,8 @@ func TestMaxOutputTokens(t *testing.T) {
 		if got := m.reqs[0].MaxOutputTokens; got != tc.want {
 			t.Errorf("agent %d, request %d: model got %d, want %d", tc.agentMax, tc.reqMax, got, tc.want)
 		}
-		if res.Response.FinishReason != api.FinishLength {
-			t.Errorf("finish %q", res.Response.FinishReason)
+		if res.FinishReason != model.FinishLength {
+			t.Errorf("finish %q", res.FinishReason)
 		}
 	}
 }
@@ -476,7 +483,7 @@ func TestModelFailure(t *testing.T) {
 	}{
 		{"before any output", []turn{{err: upstream}}},
 		{"mid-stream", []turn{{parts: parts(text("half")), err: upstream}}},
-		{"after a tool round", []turn{{parts: parts(toolCall("c", "echo", `{}`), finish(api.FinishToolCalls, 1, 1))}, {err: upstream}}},
+		{"after a tool round", []turn{{parts: parts(toolCall("c", "echo", `{}`), finish(model.FinishToolCalls, 1, 1))}, {err: upstream}}},
 		{"stream ends without finish", []turn{{parts: parts(text("cut"))}}},
 	}
 	for _, tc := range tests {
@@ -484,23 +491,17 @@ func TestModelFailure(t *testing.T) {
 			rec := &recorder{}
 			res, err := newAgent(t, &script{turns: tc.turns}, &echoTool{name: "echo"}).Run(context.Background(), input("go"), rec.emit)
 			var re *agent.RunError
-			if res != nil || !errors.As(err, &re) || re.Code != api.CodeModelError {
-				t.Fatalf("got %v, %v; want a MODEL_ERROR RunError", res, err)
+			if res != nil || !errors.As(err, &re) || re.Kind != agent.FailedModel {
+				t.Fatalf("got %v, %v; want a model failure", res, err)
 			}
 			var me *model.Error
-			if !errors.As(err, &me) {
+			if !errors.As(err, &me) || me.Provider != "script" {
 				t.Fatalf("%v does not wrap the model error", err)
 			}
-			events := rec.decoded(t)
-			if err := apitest.Check(events); err != nil {
-				t.Fatal(err)
-			}
-			n := len(events)
-			if events[n-2].Type != api.EventError || events[n-2].Error.Code != api.CodeModelError || !strings.HasPrefix(events[n-2].Error.Message, "script model failed: ") {
-				t.Fatalf("second to last event %+v", events[n-2])
-			}
-			if !strings.Contains(events[n-1].Raw, `"finishReason":"error"`) {
-				t.Fatalf("last event %s", events[n-1].Raw)
+			rec.check(t, nil)
+			// The run's end is not an event: the caller reports the failure.
+			if _, ok := rec.events[len(rec.events)-1].(agent.StepFinished); ok && tc.name != "after a tool round" {
+				t.Fatalf("a failed step finished: %s", rec.names())
 			}
 		})
 	}
@@ -522,8 +523,8 @@ func TestCancellationStopsTools(t *testing.T) {
 	select {
 	case err := <-done:
 		var re *agent.RunError
-		if !errors.As(err, &re) || re.Code != api.CodeCancelled {
-			t.Fatalf("got %v, want CANCELLED", err)
+		if !errors.As(err, &re) || re.Kind != agent.FailedCancelled {
+			t.Fatalf("got %v, want a cancelled run", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the run did not stop when its context ended")
@@ -531,12 +532,12 @@ func TestCancellationStopsTools(t *testing.T) {
 }
 
 func TestEmitFailureStopsRun(t *testing.T) {
-	m := &script{turns: []turn{{parts: parts(text("a"), text("b"), text("c"), finish(api.FinishStop, 1, 3))}}}
+	m := &script{turns: []turn{{parts: parts(text("a"), text("b"), text("c"), finish(model.FinishStop, 1, 3))}}}
 	gone := errors.New("client gone")
 	n := 0
-	_, err := newAgent(t, m).Run(context.Background(), input("x"), func(ev api.Event) error {
+	_, err := newAgent(t, m).Run(context.Background(), input("x"), func(ev agent.Event) error {
 		n++
-		if ev.Type == api.EventText {
+		if _, ok := ev.(agent.TextDelta); ok {
 			return gone
 		}
 		return nil

@@ -12,7 +12,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -38,7 +37,7 @@ type RunInfo struct {
 type RunStats struct {
 	FinishReason string
 	Steps        int
-	Usage        api.Usage
+	Usage        model.Usage
 	Duration     time.Duration
 	Err          error
 }
@@ -84,12 +83,12 @@ const otherTool = "_OTHER"
 // Config.TraceContent is set: they may hold personal data.
 
 func (a *Agent) startRunSpan(ctx context.Context, r *run) (context.Context, trace.Span) {
-	return a.cfg.Tracer.Start(ctx, "invoke_agent "+api.AgentID,
+	return a.cfg.Tracer.Start(ctx, "invoke_agent "+Name,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(
 			semconv.GenAIOperationNameInvokeAgent,
-			semconv.GenAIAgentName(api.AgentID),
-			semconv.GenAIAgentID(api.AgentID),
+			semconv.GenAIAgentName(Name),
+			semconv.GenAIAgentID(Name),
 			semconv.GenAIProviderNameKey.String(a.cfg.Model.Provider()),
 			semconv.GenAIRequestModel(a.cfg.Model.ID()),
 			semconv.GenAIConversationID(r.in.ThreadID),
@@ -118,7 +117,7 @@ func endRunSpan(span trace.Span, s RunStats) {
 
 // usageAttrs are the token counts of u; cached and reasoning tokens only
 // when reported, as the conventions count them within input and output.
-func usageAttrs(u api.Usage) []attribute.KeyValue {
+func usageAttrs(u model.Usage) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{semconv.GenAIUsageInputTokens(u.InputTokens), semconv.GenAIUsageOutputTokens(u.OutputTokens)}
 	if u.CachedInputTokens > 0 {
 		attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(u.CachedInputTokens))
@@ -129,8 +128,8 @@ func usageAttrs(u api.Usage) []attribute.KeyValue {
 	return attrs
 }
 
-func stepAttrs(i int, stepType string) []attribute.KeyValue {
-	return []attribute.KeyValue{attribute.Int("companion.step.index", i), attribute.String("companion.step.type", stepType)}
+func stepAttrs(i int, stepType StepKind) []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.Int("companion.step.index", i), attribute.String("companion.step.type", string(stepType))}
 }
 
 func stepEndAttrs(reason string) []attribute.KeyValue {
@@ -273,8 +272,8 @@ func errorType(err error) string {
 	var me *model.Error
 	var re *RunError
 	switch {
-	case errors.As(err, &re) && re.Code != "":
-		return re.Code
+	case errors.As(err, &re):
+		return re.Kind.String()
 	case errors.As(err, &me):
 		return me.Kind.String()
 	case errors.Is(err, context.Canceled):

@@ -12,7 +12,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/telemetry/telemetrytest"
 	_ "github.com/companionhq/companion/internal/testkit"
@@ -46,8 +45,8 @@ func byName(t *testing.T, spans tracetest.SpanStubs, name string) tracetest.Span
 
 func TestSpansOfAToolRound(t *testing.T) {
 	m := &script{turns: []turn{
-		{parts: parts(toolCall("c1", "echo", `{"x":1}`), toolCall("c2", "echo", `{"fail":"the sky fell"}`), finish(api.FinishToolCalls, 5, 3))},
-		{parts: parts(text("done"), finish(api.FinishStop, 9, 1))},
+		{parts: parts(toolCall("c1", "echo", `{"x":1}`), toolCall("c2", "echo", `{"fail":"the sky fell"}`), finish(model.FinishToolCalls, 5, 3))},
+		{parts: parts(text("done"), finish(model.FinishStop, 9, 1))},
 	}}
 	res, err, spans := traced(t, m, false, nil, &echoTool{name: "echo"})
 	if err != nil {
@@ -65,8 +64,8 @@ func TestSpansOfAToolRound(t *testing.T) {
 		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
 	}
 	run := byName(t, spans, "invoke_agent companionAgent")
-	if got := run.SpanContext.TraceID().String(); got != res.Response.TraceID || res.Response.Steps[1].TraceID != got {
-		t.Fatalf("traceId %s, spans' %s", res.Response.TraceID, got)
+	if got := run.SpanContext.TraceID().String(); got != res.TraceID {
+		t.Fatalf("traceId %s, spans' %s", res.TraceID, got)
 	}
 	ra := telemetrytest.Attrs(run)
 	if ra["gen_ai.operation.name"].AsString() != "invoke_agent" || ra["gen_ai.provider.name"].AsString() != "script" ||
@@ -103,8 +102,8 @@ func TestSpansOfAToolRound(t *testing.T) {
 
 func TestSpansRecordContentWhenAllowed(t *testing.T) {
 	m := &script{turns: []turn{
-		{parts: parts(toolCall("c1", "echo", `{"x":1}`), finish(api.FinishToolCalls, 5, 3))},
-		{parts: parts(text("done"), finish(api.FinishStop, 9, 1))},
+		{parts: parts(toolCall("c1", "echo", `{"x":1}`), finish(model.FinishToolCalls, 5, 3))},
+		{parts: parts(text("done"), finish(model.FinishStop, 9, 1))},
 	}}
 	_, err, spans := traced(t, m, true, nil, &echoTool{name: "echo"})
 	if err != nil {
@@ -159,7 +158,7 @@ func TestSpansOfAModelFailure(t *testing.T) {
 	if got := telemetrytest.Attrs(byName(t, spans, "chat script-1"))["error.type"].AsString(); got != "unavailable" {
 		t.Fatalf("chat error.type %q", got)
 	}
-	if got := telemetrytest.Attrs(byName(t, spans, "invoke_agent companionAgent"))["error.type"].AsString(); got != api.CodeModelError {
+	if got := telemetrytest.Attrs(byName(t, spans, "invoke_agent companionAgent"))["error.type"].AsString(); got != "MODEL_ERROR" {
 		t.Fatalf("run error.type %q", got)
 	}
 }
@@ -182,8 +181,8 @@ func (o *toolObserver) RunFinished(context.Context, agent.RunInfo, agent.RunStat
 func (o *toolObserver) ModelCalled(context.Context, agent.ModelCallStats)          {}
 func TestUnknownToolIsOtherInMetrics(t *testing.T) {
 	m := &script{turns: []turn{
-		{parts: parts(toolCall("c1", "invented-by-the-model", `{}`), toolCall("c2", "echo", `{}`), finish(api.FinishToolCalls, 1, 1))},
-		{parts: parts(text("ok"), finish(api.FinishStop, 1, 1))},
+		{parts: parts(toolCall("c1", "invented-by-the-model", `{}`), toolCall("c2", "echo", `{}`), finish(model.FinishToolCalls, 1, 1))},
+		{parts: parts(text("ok"), finish(model.FinishStop, 1, 1))},
 	}}
 	obs := &toolObserver{}
 	if _, err, _ := traced(t, m, false, obs, &echoTool{name: "echo"}); err != nil {

@@ -3,8 +3,6 @@ package agent
 import (
 	"fmt"
 	"strings"
-
-	"github.com/companionhq/companion/internal/api"
 )
 
 // Personality is one of the agent's four voices.
@@ -12,10 +10,10 @@ type Personality string
 
 // The personalities. Friend is the default.
 const (
-	Guru        Personality = api.PersonalityGuru
-	Wanderer    Personality = api.PersonalityWanderer
-	Friend      Personality = api.PersonalityFriend
-	Philosopher Personality = api.PersonalityPhilosopher
+	Guru        Personality = "guru"
+	Wanderer    Personality = "wanderer"
+	Friend      Personality = "friend"
+	Philosopher Personality = "philosopher"
 )
 
 // Personalities lists the four in the order they are documented.

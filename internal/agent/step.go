@@ -12,7 +12,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -33,9 +32,9 @@ type call struct {
 // model asked for tools, so that another step should follow.
 func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	a := r.a
-	stepType := api.StepInitial
+	stepType := StepInitial
 	if i > 0 {
-		stepType = api.StepToolResult
+		stepType = StepToolResult
 	}
 	started := a.cfg.Now()
 	ctx, span := a.cfg.Tracer.Start(ctx, "step", trace.WithAttributes(stepAttrs(i, stepType)...))
@@ -45,7 +44,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	if err := r.send(api.Event{Type: api.EventStepStart, Payload: api.StepStartPayload{StepIndex: i, StepType: stepType, MessageID: r.uiReply.ID}}); err != nil {
+	if err := r.send(StepStarted{Index: i, Kind: stepType, MessageID: r.replyID}); err != nil {
 		return false, err
 	}
 
@@ -104,33 +103,22 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	reason := fin.Reason
 	calls := out.calls
 	if len(calls) > 0 {
-		reason = api.FinishToolCalls
+		reason = model.FinishToolCalls
 	}
-	st := api.Step{
-		StepType: stepType, Text: out.text.String(), ReasoningText: out.reasoning.String(),
-		Content: []api.ContentPart{}, Sources: []any{}, Files: []any{}, Reasoning: []any{},
-		ToolCalls: []api.ToolCall{}, StaticToolCalls: []api.ToolCall{}, DynamicToolCalls: []api.ToolCall{},
-		ToolResults: []api.ToolResult{}, StaticToolResults: []api.ToolResult{}, DynamicToolResults: []api.ToolResult{},
-		Warnings: []api.Warning{}, FinishReason: reason, Usage: fin.Usage,
-		Request:          api.RequestInfo{Body: model.Body(a.cfg.Model.ID(), req)},
+	st := Step{
+		Index: i, Kind: stepType, Text: out.text.String(), Reasoning: out.reasoning.String(),
+		FinishReason: reason, Usage: fin.Usage, Request: req, ModelID: a.cfg.Model.ID(),
+		ResponseID: fin.ResponseID, Started: started,
 		ProviderMetadata: providerMetadata(a.cfg.Model.Provider(), fin.ProviderMetadata),
-		TraceID:          r.traceID,
 	}
-	if st.Text != "" {
-		st.Content = append(st.Content, api.ContentPart{Type: "text", Text: st.Text})
+	if st.ResponseID == "" {
+		st.ResponseID = "resp-" + a.cfg.NewID()
 	}
-	if st.ReasoningText != "" {
-		st.Reasoning = append(st.Reasoning, map[string]string{"type": "reasoning", "text": st.ReasoningText})
-	}
-
 	assistant := model.Message{Role: model.RoleAssistant, Content: st.Text}
 	for _, c := range calls {
 		assistant.ToolCalls = append(assistant.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: c.parsed})
 	}
-	added := []model.Message{assistant}
-	if st.Text != "" {
-		r.uiReply.Parts = append(r.uiReply.Parts, api.UIPart{Type: "text", Text: st.Text})
-	}
+	st.Messages = []model.Message{assistant}
 
 	// Results are reported in call order, each as soon as it and the ones
 	// before it are done; the tools themselves run concurrently.
@@ -140,55 +128,32 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
-		tc := api.ToolCall{ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}
 		tr, msg := toolOutcome(c)
-		part := api.UIPart{Type: "tool-" + c.name, ToolCallID: c.id, Input: c.parsed, State: "output-available", Output: tr.Result}
-		if c.err != nil {
-			message := c.failure()
-			w := api.Warning{Type: "tool-error", Message: message, ToolCallID: c.id, ToolName: c.name}
+		if tr.Failed() {
+			w := Warning{Kind: "tool-error", Message: tr.Error, CallID: c.id, Tool: c.name}
 			st.Warnings = append(st.Warnings, w)
 			r.warnings = append(r.warnings, w)
-			part.State, part.Output, part.ErrorText = "output-error", nil, message
-			if err := r.send(api.Event{Type: api.EventError, Payload: api.ToolErrorPayload{ToolCallID: c.id, ToolName: c.name},
-				Error: &api.StreamError{Message: message, Code: api.CodeToolError}}); err != nil {
+			if err := r.send(ToolFailed{CallID: c.id, Tool: c.name, Message: tr.Error}); err != nil {
 				return false, err
 			}
 		}
-		if err := r.send(api.Event{Type: api.EventToolResult, Payload: tr}); err != nil {
+		if err := r.send(ToolReturned{Result: tr}); err != nil {
 			return false, err
 		}
-		st.ToolCalls = append(st.ToolCalls, tc)
-		st.StaticToolCalls = append(st.StaticToolCalls, tc)
-		st.ToolResults = append(st.ToolResults, tr)
-		st.StaticToolResults = append(st.StaticToolResults, tr)
-		r.calls = append(r.calls, tc)
-		r.results = append(r.results, tr)
-		added = append(added, msg)
-		r.uiReply.Parts = append(r.uiReply.Parts, part)
+		st.Calls = append(st.Calls, ToolCall{ID: c.id, Name: c.name, Args: c.parsed})
+		st.Results = append(st.Results, tr)
+		st.Messages = append(st.Messages, msg)
 	}
 
 	r.total = r.total.Add(fin.Usage)
-	st.TotalUsage = r.total
-	st.Response = api.Response{
-		ID: fin.ResponseID, Timestamp: timestamp(started), ModelID: a.cfg.Model.ID(),
-		Headers: map[string]string{}, ModelMetadata: map[string]any{},
-		Messages:   make([]api.ModelMessage, 0, len(added)),
-		UIMessages: []api.UIMessage{cloneUI(r.uiReply)},
-	}
-	if st.Response.ID == "" {
-		st.Response.ID = "resp-" + a.cfg.NewID()
-	}
-	for _, m := range added {
-		st.Response.Messages = append(st.Response.Messages, modelMessage(m))
-	}
+	st.Total = r.total
 	r.steps = append(r.steps, st)
-	r.reply = append(r.reply, added...)
-	r.convo = append(r.convo, added...)
+	r.reply = append(r.reply, st.Messages...)
+	r.convo = append(r.convo, st.Messages...)
 	r.finish = reason
 	span.SetAttributes(stepEndAttrs(reason)...)
 
-	if err := r.send(api.Event{Type: api.EventStepFinish, Payload: api.StepFinishPayload{
-		StepIndex: i, StepType: stepType, FinishReason: reason, Usage: fin.Usage}}); err != nil {
+	if err := r.send(StepFinished{Index: i, Kind: stepType, FinishReason: reason, Usage: fin.Usage}); err != nil {
 		return false, err
 	}
 	return len(calls) > 0, nil
@@ -211,7 +176,7 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 			return nil
 		}
 		out.text.WriteString(p.Text)
-		return r.send(api.Event{Type: api.EventText, Text: p.Text})
+		return r.send(TextDelta{Text: p.Text})
 	case model.PartReasoning:
 		out.reasoning.WriteString(p.Text)
 		return nil
@@ -226,7 +191,7 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 		c := &call{id: id, name: p.ToolName}
 		out.byID[p.ToolCallID] = c
 		out.calls = append(out.calls, c)
-		if err := r.send(api.Event{Type: api.EventToolCallInputStreamingStart, Payload: api.ToolCallStreamingStartPayload{ToolCallID: id, ToolName: c.name}}); err != nil {
+		if err := r.send(ToolInputStarted{CallID: id, Tool: c.name}); err != nil {
 			return err
 		}
 		if p.Text != "" {
@@ -268,12 +233,11 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 
 // endCall completes c's arguments, reports the call and starts its tool.
 func (r *run) endCall(ctx context.Context, c *call) error {
-	if err := r.send(api.Event{Type: api.EventToolCallInputStreamingEnd, Payload: api.ToolCallStreamingEndPayload{ToolCallID: c.id}}); err != nil {
+	if err := r.send(ToolInputEnded{CallID: c.id}); err != nil {
 		return err
 	}
 	c.parsed, c.argsErr = parseArgs(c.args.String())
-	if err := r.send(api.Event{Type: api.EventToolCall, Payload: api.ToolCall{
-		ToolCallID: c.id, ToolName: c.name, Args: c.parsed, ProviderMetadata: map[string]any{}}}); err != nil {
+	if err := r.send(ToolCalled{Call: ToolCall{ID: c.id, Name: c.name, Args: c.parsed}}); err != nil {
 		return err
 	}
 	r.startTool(ctx, c)
@@ -285,7 +249,7 @@ func (r *run) argsDelta(c *call, delta string) error {
 		return nil
 	}
 	c.args.WriteString(delta)
-	return r.send(api.Event{Type: api.EventToolCallDelta, Payload: api.ToolCallDeltaPayload{ArgsTextDelta: delta, ToolCallID: c.id, ToolName: c.name}})
+	return r.send(ToolInputDelta{CallID: c.id, Tool: c.name, Delta: delta})
 }
 
 func (r *run) protocolError(format string, args ...any) error {
@@ -366,15 +330,15 @@ func runTool(ctx context.Context, t Tool, args json.RawMessage) (json.RawMessage
 // the model is told.
 func (c *call) failure() string { return fmt.Sprintf("%s failed: %s", c.name, c.err) }
 
-// toolOutcome is c's result as the API reports it and as the model sees it.
-func toolOutcome(c *call) (api.ToolResult, model.Message) {
-	tr := api.ToolResult{ToolCallID: c.id, ToolName: c.name, Result: c.result}
+// toolOutcome is c's result as the run reports it and as the model sees it.
+func toolOutcome(c *call) (ToolResult, model.Message) {
+	tr := ToolResult{CallID: c.id, Tool: c.name, Output: c.result}
 	if c.err != nil {
 		// The model is told the call failed, in the same shape the API reports.
-		tr.Result, _ = json.Marshal(map[string]string{"error": c.failure()})
-		tr.IsError = true
+		tr.Error = c.failure()
+		tr.Output, _ = json.Marshal(map[string]string{"error": tr.Error})
 	}
-	return tr, model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name, Content: string(tr.Result), IsError: tr.IsError}
+	return tr, model.Message{Role: model.RoleTool, ToolCallID: c.id, ToolName: c.name, Content: string(tr.Output), IsError: tr.Failed()}
 }
 
 func providerMetadata(provider string, m map[string]any) map[string]any {
@@ -382,9 +346,4 @@ func providerMetadata(provider string, m map[string]any) map[string]any {
 		m = map[string]any{}
 	}
 	return map[string]any{provider: m}
-}
-
-func cloneUI(m api.UIMessage) api.UIMessage {
-	m.Parts = append([]api.UIPart{}, m.Parts...)
-	return m
 }

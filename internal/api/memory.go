@@ -1,7 +1,5 @@
 package api
 
-import "encoding/json"
-
 // Thread is a conversation thread in the threads API.
 type Thread struct {
 	ID         string         `json:"id"`
@@ -33,37 +31,7 @@ type MessageList struct {
 	HasMore  bool        `json:"hasMore"`
 }
 
-// ThreadUpdate is the body of PATCH /api/memory/threads/{threadId}: the
-// fields to change.
-type ThreadUpdate struct {
-	Title *string `json:"title,omitempty"`
-	// Metadata replaces the thread's metadata; it must be a JSON object.
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-}
-
 // DeleteResult is the body of a successful DELETE of a thread.
 type DeleteResult struct {
 	Result string `json:"result"`
 }
-
-// ThreadQuery selects a page of a resource's threads.
-type ThreadQuery struct {
-	ResourceID string
-	Page       int
-	PerPage    int
-	// OrderBy is "createdAt" or "updatedAt"; SortDirection "DESC" or "ASC".
-	OrderBy       string
-	SortDirection string
-}
-
-// PageQuery selects a page: Page counts from 0.
-type PageQuery struct {
-	Page    int
-	PerPage int
-}
-
-// Pagination defaults and bounds of the threads API.
-const (
-	DefaultPerPage = 100
-	MaxPerPage     = 1000
-)

@@ -178,7 +178,10 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 	if users == 0 {
 		return in, apperr.New(apperr.Invalid, "messages must include at least one user message")
 	}
-	in.Messages = req.Messages
+	in.Messages = make([]agent.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		in.Messages[i] = agent.Message{ID: m.ID, Role: m.Role, Content: m.Content}
+	}
 
 	// runtimeContext wins over tracingOptions when both name a personality.
 	name, field := "", ""

@@ -68,12 +68,31 @@ func classify(err error) *apperr.Error {
 	}
 	var re *agent.RunError
 	switch {
-	case errors.As(err, &re) && re.Code == api.CodeCancelled:
+	case errors.As(err, &re) && re.Kind == agent.FailedCancelled:
 		return apperr.Wrap(apperr.Unavailable, err, "the run was cancelled before it finished: the server is shutting down or the request was withdrawn")
-	case errors.As(err, &re) && re.Code == api.CodeRunTimeout:
+	case errors.As(err, &re) && re.Kind == agent.FailedTimeout:
 		return apperr.Wrap(apperr.Timeout, err, "the run took longer than the longest a run may take (-max-run-duration), and was stopped")
 	}
 	return apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
+}
+
+// inBand is a run's failure as a stream reports it once events went out:
+// the error event's code and message.
+func inBand(err error) api.StreamError {
+	var re *agent.RunError
+	var me *model.Error
+	var ae *apperr.Error
+	switch {
+	case errors.As(err, &re) && re.Kind == agent.FailedTimeout:
+		return api.StreamError{Code: api.CodeRunTimeout, Message: "the run took longer than the longest a run may take, and was stopped"}
+	case errors.As(err, &re) && re.Kind == agent.FailedCancelled:
+		return api.StreamError{Code: api.CodeCancelled, Message: "the run was cancelled before it finished"}
+	case errors.As(err, &me):
+		return api.StreamError{Code: api.CodeModelError, Message: me.Provider + " model failed: " + me.Message}
+	case errors.As(err, &ae):
+		return api.StreamError{Code: api.CodeInternal, Message: ae.Message}
+	}
+	return api.StreamError{Code: api.CodeInternal, Message: "the run failed inside the service"}
 }
 
 // writeError writes err as {"error": message} with its status. Internal

@@ -148,7 +148,7 @@ func FuzzSSEWriter(f *testing.F) {
 			{Type: api.EventRunFinish, RunID: runID, Payload: api.RunFinishPayload{FinishReason: api.FinishStop}},
 		}
 		for _, ev := range sent {
-			if err := w.Emit(ev); err != nil {
+			if err := w.emit(ev); err != nil {
 				t.Fatal(err)
 			}
 		}

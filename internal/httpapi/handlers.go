@@ -79,7 +79,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, res.Response)
+		writeJSON(w, http.StatusOK, generateBody(res))
 	}
 }
 
@@ -121,18 +121,25 @@ func (s *Server) handleStream() http.HandlerFunc {
 		}()
 		ctx, cancel := s.runContext(r)
 		defer cancel()
-		_, err = s.cfg.Runner.Run(ctx, in, ew.Emit)
+		res, err := s.cfg.Runner.Run(ctx, in, ew.Emit)
 		s.countQuota(err)
-		switch {
-		case err != nil && !ew.committed:
+		if err != nil && !ew.committed {
+			// Nothing but the held opening events: a real status.
 			s.writeError(w, r, err)
-		case err != nil:
-			// The agent already ended the stream with its error and run-finish.
+			return
+		}
+		var werr error
+		if err != nil {
 			s.log.LogAttrs(r.Context(), levelOf(err), "stream ended with an error", errAttr(err))
-		default:
-			if err := ew.commit(); err != nil {
-				s.log.LogAttrs(r.Context(), levelOf(err), "stream write failed", errAttr(err))
-			}
+			werr = ew.fail(inBand(err))
+		} else {
+			werr = ew.finish(res.FinishReason)
+		}
+		if werr == nil {
+			werr = ew.commit()
+		}
+		if werr != nil {
+			s.log.LogAttrs(r.Context(), levelOf(werr), "stream write failed", errAttr(werr))
 		}
 	}
 }

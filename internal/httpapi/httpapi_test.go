@@ -19,6 +19,7 @@ import (
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/testkit"
 )
@@ -184,9 +185,9 @@ func TestEveryRequestIsAnswered(t *testing.T) {
 }
 
 // stubRunner lets a test decide what a run does.
-type stubRunner func(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error)
+type stubRunner func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error)
 
-func (f stubRunner) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
+func (f stubRunner) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
 	return f(ctx, in, emit)
 }
 
@@ -216,10 +217,10 @@ func TestInternalErrorsStayInTheLog(t *testing.T) {
 		name string
 		run  stubRunner
 	}{
-		{"error", func(context.Context, agent.Input, agent.Emit) (*agent.Result, error) {
+		{"error", func(context.Context, agent.Input, agent.Emit) (*memory.Outcome, error) {
 			return nil, io.ErrUnexpectedEOF
 		}},
-		{"panic", func(context.Context, agent.Input, agent.Emit) (*agent.Result, error) { panic(secret) }},
+		{"panic", func(context.Context, agent.Input, agent.Emit) (*memory.Outcome, error) { panic(secret) }},
 	}
 	for _, tc := range tests {
 		for _, path := range []string{generatePath, streamPath} {
@@ -238,10 +239,10 @@ func TestInternalErrorsStayInTheLog(t *testing.T) {
 // TestPanicAfterStreamStarted: a stream already under way still ends with an
 // error event and run-finish.
 func TestPanicAfterStreamStarted(t *testing.T) {
-	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
-		_ = emit(api.Event{Type: api.EventStart, RunID: "r1"})
-		_ = emit(api.Event{Type: api.EventStepStart, RunID: "r1", Payload: api.StepStartPayload{}})
-		_ = emit(api.Event{Type: api.EventText, RunID: "r1", Text: "Hel"})
+	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+		_ = emit(agent.RunStarted{RunID: "r1"})
+		_ = emit(agent.StepStarted{})
+		_ = emit(agent.TextDelta{Text: "Hel"})
 		panic("boom")
 	}), nil)
 	res, b := post(t, srv.URL+streamPath, body(""))
@@ -281,7 +282,7 @@ func TestUpstreamFailureBeforeFirstToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := serve(t, a, nil)
+		srv := serve(t, memory.Unstored{Runner: a}, nil)
 		for _, path := range []string{generatePath, streamPath} {
 			res, b := post(t, srv.URL+path, body(""))
 			if res.StatusCode != tc.status || b != `{"error":"up model failed: it broke (HTTP 500)"}`+"\n" {
@@ -294,11 +295,11 @@ func TestUpstreamFailureBeforeFirstToken(t *testing.T) {
 // TestStreamFlushesEachEvent reads events while the run is still going.
 func TestStreamFlushesEachEvent(t *testing.T) {
 	next := make(chan struct{})
-	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
-		_ = emit(api.Event{Type: api.EventStart, RunID: "r"})
-		_ = emit(api.Event{Type: api.EventStepStart, RunID: "r"})
+	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+		_ = emit(agent.RunStarted{RunID: "r"})
+		_ = emit(agent.StepStarted{})
 		for _, s := range []string{"a", "b"} {
-			if err := emit(api.Event{Type: api.EventText, RunID: "r", Text: s}); err != nil {
+			if err := emit(agent.TextDelta{Text: s}); err != nil {
 				return nil, err
 			}
 			select {
@@ -307,9 +308,8 @@ func TestStreamFlushesEachEvent(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		}
-		_ = emit(api.Event{Type: api.EventStepFinish, RunID: "r", Payload: api.StepFinishPayload{StepType: "initial", FinishReason: "stop"}})
-		_ = emit(api.Event{Type: api.EventRunFinish, RunID: "r", Payload: api.RunFinishPayload{FinishReason: "stop"}})
-		return &agent.Result{}, nil
+		_ = emit(agent.StepFinished{Kind: agent.StepInitial, FinishReason: "stop"})
+		return &memory.Outcome{Result: &agent.Result{FinishReason: "stop"}}, nil
 	}), nil)
 	res, err := http.Post(srv.URL+streamPath, "application/json", strings.NewReader(body("")))
 	if err != nil {
@@ -344,9 +344,9 @@ func TestStreamFlushesEachEvent(t *testing.T) {
 // context, and through it the model call.
 func TestClientDisconnectCancelsRun(t *testing.T) {
 	cancelled := make(chan struct{})
-	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
-		_ = emit(api.Event{Type: api.EventStart, RunID: "r"})
-		_ = emit(api.Event{Type: api.EventText, RunID: "r", Text: "a"})
+	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+		_ = emit(agent.RunStarted{RunID: "r"})
+		_ = emit(agent.TextDelta{Text: "a"})
 		<-ctx.Done()
 		close(cancelled)
 		return nil, ctx.Err()

@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/memory"
 )
 
 // recObserver records what the server tells its Observer, in order.
@@ -58,18 +58,18 @@ func (o *recObserver) waitCalls(t *testing.T, n int) string {
 
 func TestObserverSeesRequestsAndStreams(t *testing.T) {
 	// A run that holds its opening events back, calls a tool, then writes text.
-	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
-		for _, ev := range []api.Event{
-			{Type: api.EventStart}, {Type: api.EventStepStart},
-			{Type: api.EventToolCallInputStreamingStart, Payload: api.ToolCallStreamingStartPayload{ToolCallID: "c", ToolName: "t"}},
-			{Type: api.EventText, Text: "hi"}, {Type: api.EventText, Text: " there"},
-			{Type: api.EventStepFinish}, {Type: api.EventRunFinish},
+	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+		for _, ev := range []agent.Event{
+			agent.RunStarted{}, agent.StepStarted{},
+			agent.ToolInputStarted{CallID: "c", Tool: "t"},
+			agent.TextDelta{Text: "hi"}, agent.TextDelta{Text: " there"},
+			agent.StepFinished{},
 		} {
 			if err := emit(ev); err != nil {
 				return nil, err
 			}
 		}
-		return &agent.Result{}, nil
+		return &memory.Outcome{Result: &agent.Result{FinishReason: "stop"}}, nil
 	})
 	for _, tc := range []struct {
 		method, path, body string
@@ -105,8 +105,8 @@ func TestServerSpansAndMetricsRoute(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "# metrics") })
-	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
-		return &agent.Result{Response: api.GenerateResponse{TraceID: trace.SpanContextFromContext(ctx).TraceID().String()}}, nil
+	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+		return &memory.Outcome{Result: &agent.Result{TraceID: trace.SpanContextFromContext(ctx).TraceID().String()}}, nil
 	})
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: run, TracerProvider: tp, Metrics: metrics}))
 	defer srv.Close()

@@ -20,12 +20,14 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/requestid"
 )
 
-// Runner runs the agent. *agent.Agent is one; the memory layer wraps it.
+// Runner runs one turn of a thread: the agent, with the thread's memory.
+// *memory.Memory is one.
 type Runner interface {
-	Run(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error)
+	Run(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error)
 }
 
 // Observer is told about requests and streams, for metrics. Calls come from

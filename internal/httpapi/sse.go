@@ -8,7 +8,9 @@ import (
 
 	sse "github.com/tmaxmax/go-sse"
 
+	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/model"
 )
 
 // eventWriter writes a run's events as Server-Sent Events, one
@@ -27,6 +29,8 @@ type eventWriter struct {
 	enc   *json.Encoder
 	held  []api.Event
 	runID string
+	// usage sums the usage of the steps finished so far.
+	usage model.Usage
 	// committed is set once headers are out: errors must go in-band.
 	committed bool
 	// finished is set once a run-finish went out.
@@ -46,9 +50,32 @@ func newEventWriter(w http.ResponseWriter, r *http.Request) (*eventWriter, error
 	return e, nil
 }
 
-// Emit is the run's agent.Emit.
-func (e *eventWriter) Emit(ev api.Event) error {
-	e.runID = ev.RunID
+// Emit is the run's agent.Emit: it writes ev in the seed dialect.
+func (e *eventWriter) Emit(ev agent.Event) error {
+	switch ev := ev.(type) {
+	case agent.RunStarted:
+		e.runID = ev.RunID
+	case agent.StepFinished:
+		e.usage = e.usage.Add(ev.Usage)
+	}
+	return e.emit(seedEvent(e.runID, ev))
+}
+
+// finish ends the stream of a run that finished: run-finish.
+func (e *eventWriter) finish(reason string) error {
+	return e.emit(api.Event{Type: api.EventRunFinish, RunID: e.runID, Payload: api.RunFinishPayload{FinishReason: reason, Usage: usageOf(e.usage)}})
+}
+
+// fail ends the stream of a run that failed after it started: an error
+// event, then run-finish.
+func (e *eventWriter) fail(se api.StreamError) error {
+	if err := e.emit(api.Event{Type: api.EventError, RunID: e.runID, Error: &se}); err != nil {
+		return err
+	}
+	return e.emit(api.Event{Type: api.EventRunFinish, RunID: e.runID, Payload: api.RunFinishPayload{FinishReason: api.FinishError, Usage: usageOf(e.usage)}})
+}
+
+func (e *eventWriter) emit(ev api.Event) error {
 	if !e.committed {
 		switch ev.Type {
 		case api.EventStart, api.EventStepStart, api.EventError, api.EventRunFinish:

@@ -13,16 +13,17 @@ import (
 
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/memory"
 )
 
 // Threads is the conversation memory as the threads API uses it. Each call
 // names the resource asking; only its own threads are listed, read or
-// changed. The memory layer (internal/memory) is one.
+// changed. *memory.Memory is one.
 type Threads interface {
-	ListThreads(ctx context.Context, q api.ThreadQuery) (api.ThreadList, error)
-	Thread(ctx context.Context, threadID, resourceID string) (api.Thread, error)
-	Messages(ctx context.Context, threadID, resourceID string, q api.PageQuery) (api.MessageList, error)
-	UpdateThread(ctx context.Context, threadID, resourceID string, u api.ThreadUpdate) (api.Thread, error)
+	ListThreads(ctx context.Context, resourceID string, order memory.ThreadOrder, page, perPage int) (memory.Page[memory.Thread], error)
+	Thread(ctx context.Context, threadID, resourceID string) (memory.Thread, error)
+	Messages(ctx context.Context, threadID, resourceID string, page, perPage int) (memory.Thread, memory.Page[memory.Message], error)
+	UpdateThread(ctx context.Context, threadID, resourceID string, u memory.ThreadUpdate) (memory.Thread, error)
 	DeleteThread(ctx context.Context, threadID, resourceID string) error
 }
 
@@ -31,30 +32,39 @@ type Threads interface {
 func (s *Server) handleListThreads() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		tq := api.ThreadQuery{OrderBy: "createdAt", SortDirection: "DESC"}
+		var (
+			rid            string
+			page, perPage  int
+			orderBy, sortD string
+		)
 		err := strictQuery(q, "resourceId", "agentId", "page", "perPage", "orderBy", "sortDirection")
 		if err == nil {
-			tq.ResourceID, err = s.resourceParam(r.Context(), q, true)
+			rid, err = s.resourceParam(r.Context(), q, true)
 		}
 		if err == nil {
 			err = agentParam(q)
 		}
 		if err == nil {
-			tq.Page, tq.PerPage, err = pageParams(q)
+			page, perPage, err = pageParams(q)
 		}
 		if err == nil {
-			tq.OrderBy, tq.SortDirection, err = orderParams(q)
+			orderBy, sortD, err = orderParams(q)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		list, err := s.cfg.Threads.ListThreads(r.Context(), tq)
+		order := memory.ThreadOrder{ByUpdated: orderBy == "updatedAt", Ascending: sortD == "ASC"}
+		list, err := s.cfg.Threads.ListThreads(r.Context(), rid, order, page, perPage)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, list)
+		out := api.ThreadList{Threads: make([]api.Thread, 0, len(list.Items)), Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}
+		for _, th := range list.Items {
+			out.Threads = append(out.Threads, apiThread(th))
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 
@@ -71,7 +81,7 @@ func (s *Server) handleGetThread() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, th)
+		writeJSON(w, http.StatusOK, apiThread(th))
 	}
 }
 
@@ -80,20 +90,24 @@ func (s *Server) handleGetThread() http.HandlerFunc {
 func (s *Server) handleListMessages() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, rid, err := s.threadParams(r)
-		var pq api.PageQuery
+		var page, perPage int
 		if err == nil {
-			pq.Page, pq.PerPage, err = pageParams(r.URL.Query())
+			page, perPage, err = pageParams(r.URL.Query())
 		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		list, err := s.cfg.Threads.Messages(r.Context(), id, rid, pq)
+		th, list, err := s.cfg.Threads.Messages(r.Context(), id, rid, page, perPage)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, list)
+		out := api.MessageList{Messages: make([]api.UIMessage, 0, len(list.Items)), Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}
+		for _, m := range list.Items {
+			out.Messages = append(out.Messages, uiMessage(th, m))
+		}
+		writeJSON(w, http.StatusOK, out)
 	}
 }
 
@@ -124,7 +138,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 			s.writeError(w, r, apperr.New(apperr.Invalid, "resourceId cannot be changed: a thread belongs to the resource that created it"))
 			return
 		}
-		u := api.ThreadUpdate{Title: wire.Title}
+		u := memory.ThreadUpdate{Title: wire.Title}
 		if len(wire.Metadata) > 0 && string(wire.Metadata) != "null" {
 			u.Metadata = wire.Metadata
 		}
@@ -133,7 +147,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, th)
+		writeJSON(w, http.StatusOK, apiThread(th))
 	}
 }
 
@@ -218,15 +232,15 @@ func agentParam(q url.Values) error {
 
 // pageParams reads page (from 0) and perPage.
 func pageParams(q url.Values) (page, perPage int, err error) {
-	perPage = api.DefaultPerPage
+	perPage = memory.DefaultPerPage
 	if v := q.Get("page"); v != "" {
 		if page, err = strconv.Atoi(v); err != nil || page < 0 {
 			return 0, 0, apperr.New(apperr.Invalid, "page must be a whole number from 0, not %q", clip(v))
 		}
 	}
 	if v := q.Get("perPage"); v != "" {
-		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > api.MaxPerPage {
-			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", api.MaxPerPage, clip(v))
+		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > memory.MaxPerPage {
+			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", memory.MaxPerPage, clip(v))
 		}
 	}
 	// The offset must stay a sane number.

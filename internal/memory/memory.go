@@ -21,15 +21,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/model"
 )
 
 // Runner runs the agent; *agent.Agent is one.
@@ -109,12 +108,22 @@ func New(cfg Config) (*Memory, error) {
 // Ping checks the store.
 func (m *Memory) Ping(ctx context.Context) error { return m.cfg.Store.Ping(ctx) }
 
+// Outcome is a finished turn: the run, and what it left in the thread.
+type Outcome struct {
+	*agent.Result
+	Thread Thread
+	// Stored are the messages of the turn as stored: those the reply
+	// answers (the request's new messages, and any an earlier failed run
+	// left pending), oldest first, then the reply.
+	Stored []Message
+}
+
 // Run runs one turn of in.ThreadID: it checks ownership, waits for the
 // thread's turn, stores the request's new messages, runs the agent on the
-// history window plus those messages, and stores the reply. The run-finish
-// event is held back until the reply is stored, so a client that sees it
-// can rely on the thread holding the reply.
-func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*agent.Result, error) {
+// history window plus those messages, and stores the reply. It returns
+// once the reply is stored, so a client told the run finished can rely on
+// the thread holding it.
+func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Outcome, error) {
 	if err := checkInput(in); err != nil {
 		return nil, err
 	}
@@ -145,7 +154,7 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 	convo := 0
 	var ids []string
 	for _, msg := range in.Messages {
-		if msg.Role != api.RoleSystem {
+		if msg.Role != agent.RoleSystem {
 			convo++
 			if msg.ID != "" {
 				ids = append(ids, msg.ID)
@@ -171,14 +180,14 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 
 	// The new messages are stored before the run, pending: a run that fails
 	// leaves them in the thread, and a retry finds them there.
-	msgs := make([]api.Message, 0, len(in.Messages))
+	msgs := make([]agent.Message, 0, len(in.Messages))
 	var rows []Message
 	isFresh := make(map[int]bool, len(fresh))
 	for _, i := range fresh {
 		isFresh[i] = true
 	}
 	for i, msg := range in.Messages {
-		if msg.Role == api.RoleSystem {
+		if msg.Role == agent.RoleSystem {
 			msgs = append(msgs, msg)
 			continue
 		}
@@ -188,8 +197,11 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 		if msg.ID == "" {
 			msg.ID = m.cfg.NewID()
 		}
-		parts, _ := json.Marshal([]api.UIPart{{Type: "text", Text: msg.Content}})
-		rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Parts: parts, Pending: true, CreatedAt: now})
+		stored, err := encodeModel([]model.Message{{Role: msg.Role, Content: msg.Content}})
+		if err != nil {
+			return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
+		}
+		rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Model: stored, Pending: true, CreatedAt: now})
 		msgs = append(msgs, msg)
 	}
 	if err := m.checkThreadBytes(th, rows); err != nil {
@@ -200,63 +212,34 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*age
 	}
 	in.History, in.Messages = history, msgs
 
-	hold := &finishHold{emit: emit}
-	var res *agent.Result
-	if emit != nil {
-		res, err = m.cfg.Runner.Run(ctx, in, hold.Emit)
-	} else {
-		res, err = m.cfg.Runner.Run(ctx, in, nil)
-	}
+	res, err := m.cfg.Runner.Run(ctx, in, emit)
 	if err != nil {
-		hold.flush()
 		m.countFailed(ctx, in.ResourceID, err)
 		return nil, err
 	}
 	answered, reply, err := m.saveReply(ctx, turn, in.ResourceID, res)
 	if err != nil {
-		const msg = "the reply could not be saved to the thread: the details are in the server log"
-		hold.fail(msg)
-		return nil, apperr.Wrap(apperr.Internal, err, msg)
+		return nil, apperr.Wrap(apperr.Internal, err, "the reply could not be saved to the thread: the details are in the server log")
 	}
-	turn.Unlock()
-	ui := make([]api.UIMessage, 0, len(answered)+1)
-	for _, a := range append(answered, reply) {
-		ui = append(ui, uiMessage(th, a))
-	}
-	res.Response.Response.UIMessages = ui
-	hold.flush()
-	return res, nil
+	return &Outcome{Result: res, Thread: th, Stored: append(answered, reply)}, nil
 }
 
 // saveReply stores res's reply, marks the messages it answers and counts
 // its tokens.
 func (m *Memory) saveReply(ctx context.Context, turn Turn, resourceID string, res *agent.Result) ([]Message, Message, error) {
-	ui := res.Response.Response.UIMessages
-	if len(ui) == 0 || ui[len(ui)-1].Role != api.RoleAssistant {
-		return nil, Message{}, errors.New("the run's response has no reply message")
-	}
-	last := ui[len(ui)-1]
-	parts, err := json.Marshal(last.Parts)
-	if err != nil {
-		return nil, Message{}, fmt.Errorf("encoding the reply's parts: %w", err)
-	}
-	model, err := encodeModel(res.Reply)
+	stored, err := encodeModel(res.Reply)
 	if err != nil {
 		return nil, Message{}, err
 	}
-	created, err := time.Parse(time.RFC3339Nano, last.Metadata.CreatedAt)
-	if err != nil {
-		created = m.cfg.Now()
-	}
-	reply := Message{ID: last.ID, Role: api.RoleAssistant, Text: strings.ReplaceAll(res.Response.Text, "\x00", ""),
-		Parts: parts, Model: model, RunID: res.Response.RunID, CreatedAt: created}
+	reply := Message{ID: res.ReplyID, Role: model.RoleAssistant, Text: strings.ReplaceAll(res.Text(), "\x00", ""),
+		Model: stored, RunID: res.RunID, CreatedAt: res.Started}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	return turn.Answer(sctx, reply, m.usage(resourceID, res.Response.TotalUsage))
+	return turn.Answer(sctx, reply, m.usage(resourceID, res.Usage))
 }
 
 // usage is what a run used, as counted toward its resource's day.
-func (m *Memory) usage(resourceID string, u api.Usage) Usage {
+func (m *Memory) usage(resourceID string, u model.Usage) Usage {
 	return Usage{ResourceID: resourceID, Day: Day(m.cfg.Now()), Tokens: int64(u.TotalTokens)}
 }
 
@@ -380,7 +363,7 @@ func checkInput(in agent.Input) error {
 		if strings.ContainsRune(msg.Content, 0) || strings.ContainsRune(msg.ID, 0) {
 			return apperr.New(apperr.Invalid, "messages[%d] must not contain NUL characters", i)
 		}
-		if msg.ID == "" || msg.Role == api.RoleSystem {
+		if msg.ID == "" || msg.Role == agent.RoleSystem {
 			continue
 		}
 		if j, dup := seen[msg.ID]; dup {
@@ -391,42 +374,24 @@ func checkInput(in agent.Input) error {
 	return nil
 }
 
-// finishHold passes events on, except run-finish, which it holds until the
-// reply is stored.
-type finishHold struct {
-	emit agent.Emit
-	held *api.Event
-}
+// Unstored is a Runner's run as a turn of a thread that keeps nothing: each
+// run sees only its request, and the turn's messages are reported as if
+// stored. For tests and benchmarks of the layers above memory.
+type Unstored struct{ Runner Runner }
 
-// Emit is the agent.Emit the run gets.
-func (h *finishHold) Emit(ev api.Event) error {
-	if ev.Type == api.EventRunFinish {
-		h.held = &ev
-		return nil
+// Run runs the agent and reports the turn.
+func (u Unstored) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Outcome, error) {
+	res, err := u.Runner.Run(ctx, in, emit)
+	if err != nil {
+		return nil, err
 	}
-	return h.emit(ev)
-}
-
-// flush sends the held run-finish.
-func (h *finishHold) flush() {
-	if h.held != nil && h.emit != nil {
-		_ = h.emit(*h.held)
+	o := &Outcome{Result: res, Thread: Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`),
+		CreatedAt: res.Started, UpdatedAt: res.Started}}
+	for _, m := range res.Input {
+		stored, _ := encodeModel([]model.Message{{Role: m.Role, Content: m.Content}})
+		o.Stored = append(o.Stored, Message{ID: m.ID, Role: m.Role, Text: m.Content, Model: stored, CreatedAt: res.Started})
 	}
-	h.held = nil
-}
-
-// fail ends the stream with an error instead of the held run-finish.
-func (h *finishHold) fail(message string) {
-	if h.held == nil || h.emit == nil {
-		return
-	}
-	ev := *h.held
-	h.held = nil
-	if h.emit(api.Event{Type: api.EventError, RunID: ev.RunID, Error: &api.StreamError{Message: message, Code: api.CodeInternal}}) != nil {
-		return
-	}
-	p, _ := ev.Payload.(api.RunFinishPayload)
-	p.FinishReason = api.FinishError
-	ev.Payload = p
-	_ = h.emit(ev)
+	reply, _ := encodeModel(res.Reply)
+	o.Stored = append(o.Stored, Message{ID: res.ReplyID, Role: model.RoleAssistant, Text: res.Text(), Model: reply, RunID: res.RunID, CreatedAt: res.Started})
+	return o, nil
 }

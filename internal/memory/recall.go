@@ -3,9 +3,8 @@ package memory
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
-	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -19,11 +18,11 @@ import (
 //     id) is dropped too: it is the client resending the conversation.
 //
 // Whatever follows is new.
-func newMessages(msgs []api.Message, tail []Message, known map[string]bool) []int {
+func newMessages(msgs []agent.Message, tail []Message, known map[string]bool) []int {
 	var cand []int
 	var keys []string
 	for i, msg := range msgs {
-		if msg.Role == api.RoleSystem || (msg.ID != "" && known[msg.ID]) {
+		if msg.Role == agent.RoleSystem || (msg.ID != "" && known[msg.ID]) {
 			continue
 		}
 		cand = append(cand, i)
@@ -72,14 +71,14 @@ func overlap(stored, req []string) int {
 
 // answerable reports whether a run has a user message to answer: a new one,
 // or one stored by an earlier run that failed.
-func answerable(msgs []api.Message, fresh []int, tail []Message) bool {
+func answerable(msgs []agent.Message, fresh []int, tail []Message) bool {
 	for _, i := range fresh {
-		if msgs[i].Role == api.RoleUser {
+		if msgs[i].Role == model.RoleUser {
 			return true
 		}
 	}
 	for i := len(tail) - 1; i >= 0 && tail[i].Pending; i-- {
-		if tail[i].Role == api.RoleUser {
+		if tail[i].Role == model.RoleUser {
 			return true
 		}
 	}
@@ -97,7 +96,7 @@ func window(tail []Message, n, maxBytes int) ([]model.Message, error) {
 	var rev [][]model.Message
 	count := 0
 	for i := len(tail) - 1; i >= 0 && count < n; i-- {
-		ms, err := modelMessages(tail[i])
+		ms, err := tail[i].ModelMessages()
 		if err != nil {
 			return nil, err
 		}
@@ -166,8 +165,9 @@ func encodeModel(msgs []model.Message) (json.RawMessage, error) {
 	return b, nil
 }
 
-// modelMessages is what the model sees of one stored message.
-func modelMessages(m Message) ([]model.Message, error) {
+// ModelMessages decodes the model messages m is made of: what the model
+// sees of it, and what its UI parts are drawn from.
+func (m Message) ModelMessages() ([]model.Message, error) {
 	if m.Model == nil {
 		return []model.Message{{Role: m.Role, Content: m.Text}}, nil
 	}
@@ -185,16 +185,3 @@ func modelMessages(m Message) ([]model.Message, error) {
 	}
 	return out, nil
 }
-
-// uiMessage is a stored message as the API shows it.
-func uiMessage(th Thread, m Message) api.UIMessage {
-	var parts []api.UIPart
-	if err := json.Unmarshal(m.Parts, &parts); err != nil || parts == nil {
-		parts = []api.UIPart{}
-	}
-	return api.UIMessage{ID: m.ID, Role: m.Role, Parts: parts, Metadata: api.UIMetadata{
-		CreatedAt: timestamp(m.CreatedAt), ThreadID: th.ID, ResourceID: th.ResourceID, Pending: m.Pending,
-	}}
-}
-
-func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

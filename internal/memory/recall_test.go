@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/agent"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -27,12 +27,12 @@ func stored(specs ...string) []Message {
 	return out
 }
 
-func request(specs ...string) []api.Message {
-	var out []api.Message
+func request(specs ...string) []agent.Message {
+	var out []agent.Message
 	for _, s := range specs {
 		role, text, _ := strings.Cut(s, ":")
 		text, id, _ := strings.Cut(text, "#")
-		out = append(out, api.Message{Role: role, Content: text, ID: id})
+		out = append(out, agent.Message{Role: role, Content: text, ID: id})
 	}
 	return out
 }
@@ -41,7 +41,7 @@ func TestNewMessages(t *testing.T) {
 	tests := []struct {
 		name    string
 		tail    []Message
-		req     []api.Message
+		req     []agent.Message
 		want    string // the new messages' texts
 		answers bool
 	}{

@@ -39,11 +39,9 @@ type Message struct {
 	// Text is the message's text; for a reply, the text of all its steps.
 	// De-duplication compares it.
 	Text string
-	// Parts is the JSON array of the message's UI parts.
-	Parts json.RawMessage
-	// Model is the JSON array of the model messages a reply is made of (its
-	// assistant and tool messages); nil for a message a client sent, which is
-	// one model message of Role and Text.
+	// Model is the JSON array of the model messages the message is made of:
+	// one of Role and Text for a message a client sent; the assistant and
+	// tool messages of a reply. ModelMessages decodes it.
 	Model json.RawMessage
 	// Pending marks a message stored before its run that no reply answers
 	// yet: the run is under way, or it failed.
@@ -53,9 +51,8 @@ type Message struct {
 	CreatedAt time.Time
 }
 
-// Size is what m takes in a thread's Bytes: its text, UI parts and model
-// messages.
-func (m Message) Size() int64 { return int64(len(m.Text) + len(m.Parts) + len(m.Model)) }
+// Size is what m takes in a thread's Bytes: its text and model messages.
+func (m Message) Size() int64 { return int64(len(m.Text) + len(m.Model)) }
 
 // Usage is the tokens one run used, counted for its resource's day.
 type Usage struct {

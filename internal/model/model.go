@@ -8,8 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
-
-	"github.com/companionhq/companion/internal/api"
 )
 
 // Model is a language model that streams its answer.
@@ -102,11 +100,40 @@ type Part struct {
 	Finish     *Finish
 }
 
+// Why an answer ended: Finish.Reason.
+const (
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
+	// FinishError ends a run that failed; no model reports it.
+	FinishError = "error"
+)
+
+// Usage counts the tokens of a model call, or of a run's calls summed.
+type Usage struct {
+	InputTokens       int
+	OutputTokens      int
+	TotalTokens       int
+	ReasoningTokens   int
+	CachedInputTokens int
+}
+
+// Add returns the sum of u and o.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{
+		InputTokens:       u.InputTokens + o.InputTokens,
+		OutputTokens:      u.OutputTokens + o.OutputTokens,
+		TotalTokens:       u.TotalTokens + o.TotalTokens,
+		ReasoningTokens:   u.ReasoningTokens + o.ReasoningTokens,
+		CachedInputTokens: u.CachedInputTokens + o.CachedInputTokens,
+	}
+}
+
 // Finish closes an answer.
 type Finish struct {
-	// Reason is api.FinishStop, api.FinishLength or api.FinishToolCalls.
+	// Reason is FinishStop, FinishLength or FinishToolCalls.
 	Reason string
-	Usage  api.Usage
+	Usage  Usage
 	// ResponseID is the provider's id of the response, when it gives one.
 	ResponseID string
 	// ProviderMetadata is what the provider reports beyond the usage.
@@ -124,47 +151,4 @@ func Tokens(n float64) int {
 		return 0
 	}
 	return int(min(n, MaxTokens))
-}
-
-// Request body shape reported in a step's request.body.
-type requestBody struct {
-	Model           string        `json:"model"`
-	Messages        []bodyMessage `json:"messages"`
-	Tools           []string      `json:"tools"`
-	MaxOutputTokens int           `json:"maxOutputTokens,omitempty"`
-}
-
-type bodyMessage struct {
-	Role       string         `json:"role"`
-	Content    string         `json:"content"`
-	ToolCalls  []bodyToolCall `json:"toolCalls,omitempty"`
-	ToolCallID string         `json:"toolCallId,omitempty"`
-}
-
-type bodyToolCall struct {
-	ID   string          `json:"id"`
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
-// Body describes req as a provider-neutral JSON value for a step's
-// request.body: the model, the messages (instructions first), the tool names
-// and the output limit.
-func Body(modelID string, req Request) any {
-	b := requestBody{Model: modelID, Tools: []string{}, MaxOutputTokens: req.MaxOutputTokens}
-	b.Messages = make([]bodyMessage, 0, len(req.Messages)+1)
-	if req.System != "" {
-		b.Messages = append(b.Messages, bodyMessage{Role: "system", Content: req.System})
-	}
-	for _, m := range req.Messages {
-		bm := bodyMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
-		for _, c := range m.ToolCalls {
-			bm.ToolCalls = append(bm.ToolCalls, bodyToolCall(c))
-		}
-		b.Messages = append(b.Messages, bm)
-	}
-	for _, t := range req.Tools {
-		b.Tools = append(b.Tools, t.Name)
-	}
-	return b
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
@@ -54,7 +53,7 @@ func (s *script) Stream(ctx context.Context, _ model.Request) iter.Seq2[model.Pa
 			yield(model.Part{}, st.err)
 			return
 		}
-		yield(model.Part{Kind: model.PartFinish, Finish: &model.Finish{Reason: api.FinishStop}}, nil)
+		yield(model.Part{Kind: model.PartFinish, Finish: &model.Finish{Reason: model.FinishStop}}, nil)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/telemetry"
 	_ "github.com/companionhq/companion/internal/testkit"
@@ -92,7 +91,7 @@ func TestMetricsOfRuns(t *testing.T) {
 	if got := show("companion_runs_in_flight"); got != "companion_runs_in_flight{} 1\n" {
 		t.Fatalf("in flight: %s", got)
 	}
-	usage := api.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120, CachedInputTokens: 40}
+	usage := model.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120, CachedInputTokens: 40}
 	m.ModelCalled(ctx, agent.ModelCallStats{RunInfo: run, Duration: 30 * time.Millisecond, Finish: &model.Finish{Reason: "tool_calls", Usage: usage}})
 	m.ToolCalled(ctx, agent.ToolCallStats{RunInfo: run, Tool: "weatherTool", Duration: time.Millisecond})
 	m.ToolCalled(ctx, agent.ToolCallStats{RunInfo: run, Tool: "weatherTool", Duration: time.Millisecond, Err: errors.New("no such place")})

@@ -14,8 +14,8 @@ import (
 
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/telemetry"
 )
 
@@ -55,7 +55,7 @@ func tracerSetups(b *testing.B) []struct {
 // plain reply on the fake model.
 func BenchmarkRunTracing(b *testing.B) {
 	in := agent.Input{ThreadID: "t", Personality: agent.Friend,
-		Messages: []api.Message{{Role: api.RoleUser, Content: "How do I start my day well?"}}}
+		Messages: []agent.Message{{Role: "user", Content: "How do I start my day well?"}}}
 	for _, s := range tracerSetups(b) {
 		b.Run(s.name, func(b *testing.B) {
 			a, err := agent.New(agent.Config{Model: fakemodel.New(fakemodel.Options{}), Tracer: s.tp.Tracer("bench")})
@@ -82,7 +82,7 @@ func BenchmarkRequestTracing(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv := httpapi.NewServer(httpapi.Config{Runner: a, TracerProvider: s.tp})
+			srv := httpapi.NewServer(httpapi.Config{Runner: memory.Unstored{Runner: a}, TracerProvider: s.tp})
 			b.ReportAllocs()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodPost, "/api/agents/companionAgent/generate", strings.NewReader(body))

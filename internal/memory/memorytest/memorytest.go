@@ -95,8 +95,8 @@ func open(t testing.TB, turn memory.Turn, id, owner string) memory.Thread {
 
 // msg is a client message at base+i seconds.
 func msg(id, role, text string, i int) memory.Message {
-	parts, _ := json.Marshal([]map[string]string{{"type": "text", "text": text}})
-	return memory.Message{ID: id, Role: role, Text: text, Parts: parts, Pending: true, CreatedAt: base.Add(time.Duration(i) * time.Second)}
+	model, _ := json.Marshal([]map[string]string{{"role": role, "content": text}})
+	return memory.Message{ID: id, Role: role, Text: text, Model: model, Pending: true, CreatedAt: base.Add(time.Duration(i) * time.Second)}
 }
 
 func appendMsgs(t testing.TB, turn memory.Turn, msgs ...memory.Message) []memory.Message {
@@ -160,7 +160,7 @@ func testMessages(t *testing.T, h Harness) {
 			t.Fatalf("message %d has seq %d, want %d", i, m.Seq, i+1)
 		}
 	}
-	reply := memory.Message{ID: "r1", Role: "assistant", Text: "Hi", Parts: json.RawMessage(`[{"type":"text","text":"Hi"}]`),
+	reply := memory.Message{ID: "r1", Role: "assistant", Text: "Hi",
 		Model: json.RawMessage(`[{"role":"assistant","content":"","toolCalls":[{"id":"c1","name":"weatherTool","args":{"location":"Berlin"}}]},{"role":"tool","content":"{\"temperature\":3}","toolCallId":"c1"},{"role":"assistant","content":"Hi"}]`),
 		RunID: "run-1", CreatedAt: base.Add(time.Minute)}
 	if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
@@ -175,16 +175,16 @@ func testMessages(t *testing.T, h Harness) {
 	}
 	for i, text := range texts {
 		g := got[i]
-		if g.Text != text || g.ID != in[i].ID || g.Role != "user" || !g.CreatedAt.Equal(in[i].CreatedAt) || g.Model != nil || g.Pending {
+		if g.Text != text || g.ID != in[i].ID || g.Role != "user" || !g.CreatedAt.Equal(in[i].CreatedAt) || g.Pending {
 			t.Fatalf("message %d: got %+v\nwant text %q", i, g, text)
 		}
-		var parts []map[string]string
-		if err := json.Unmarshal(g.Parts, &parts); err != nil || parts[0]["text"] != text {
-			t.Fatalf("message %d parts %s", i, g.Parts)
+		ms, err := g.ModelMessages()
+		if err != nil || len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != text {
+			t.Fatalf("message %d model %s: %v", i, g.Model, err)
 		}
 	}
 	r := got[len(got)-1]
-	if r.ID != "r1" || r.RunID != "run-1" || r.Role != "assistant" || r.Seq != int64(len(texts)+1) || !jsonEqual(r.Model, reply.Model) || !jsonEqual(r.Parts, reply.Parts) {
+	if r.ID != "r1" || r.RunID != "run-1" || r.Role != "assistant" || r.Seq != int64(len(texts)+1) || !jsonEqual(r.Model, reply.Model) {
 		t.Fatalf("reply stored as %+v", r)
 	}
 	// Pages are ranges of positions.
@@ -263,7 +263,7 @@ func testAnswer(t *testing.T, h Harness) {
 	turn := lock(t, s, "t")
 	open(t, turn, "t", "r")
 	reply := func(id string, i int) memory.Message {
-		return memory.Message{ID: id, Role: "assistant", Text: id, Parts: json.RawMessage(`[]`), Model: json.RawMessage(`[]`), CreatedAt: base.Add(time.Duration(i) * time.Second)}
+		return memory.Message{ID: id, Role: "assistant", Text: id, Model: json.RawMessage(`[]`), CreatedAt: base.Add(time.Duration(i) * time.Second)}
 	}
 	appendMsgs(t, turn, msg("u1", "user", "first", 0))
 	answered, stored, err := turn.Answer(ctx, reply("a1", 1), memory.Usage{})
@@ -623,7 +623,7 @@ func testThreadBytes(t *testing.T, h Harness) {
 	}
 	msgs := []memory.Message{msg("u1", "user", "first", 0), msg("u2", "user", "héllo wörld", 1)}
 	appendMsgs(t, turn, msgs...)
-	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi", Parts: json.RawMessage(`[{"type":"text","text":"Hi"}]`),
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi",
 		Model: json.RawMessage(`[{"role":"assistant","content":"Hi"}]`), CreatedAt: base.Add(2 * time.Second)}
 	if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
 		t.Fatal(err)
@@ -655,7 +655,7 @@ func testUsage(t *testing.T, h Harness) {
 	turn := lock(t, s, "t")
 	open(t, turn, "t", "r")
 	appendMsgs(t, turn, msg("u1", "user", "first", 0))
-	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi", Parts: json.RawMessage(`[]`), CreatedAt: base}
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi", Model: json.RawMessage(`[]`), CreatedAt: base}
 	if _, _, err := turn.Answer(ctx, reply, memory.Usage{ResourceID: "r", Day: day, Tokens: 120}); err != nil {
 		t.Fatal(err)
 	}
@@ -706,7 +706,7 @@ func Seed(tb testing.TB, s memory.Store, id string, n int) {
 			} else {
 				text := fmt.Sprintf("Reply number %d: it was a good day, thank you for asking.", j)
 				msgs[i] = memory.Message{ID: fmt.Sprint("a", j), Role: "assistant", Text: text,
-					Parts: json.RawMessage(`[{"type":"text","text":"` + text + `"}]`), Model: json.RawMessage(`[{"role":"assistant","content":"` + text + `"}]`),
+					Model: json.RawMessage(`[{"role":"assistant","content":"` + text + `"}]`),
 					RunID: fmt.Sprint("run-", j), CreatedAt: base.Add(time.Duration(j) * time.Second)}
 			}
 		}

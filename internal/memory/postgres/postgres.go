@@ -260,7 +260,7 @@ func (s *Store) UpdateThread(ctx context.Context, id, resourceID string, title *
 		WHERE id = $4 AND resource_id = $5 RETURNING `+threadCols, title, meta, memory.Micro(now), id, resourceID))
 }
 
-const messageCols = `seq, id, role, text, parts, model, pending, run_id, created_at`
+const messageCols = `seq, id, role, text, model, pending, run_id, created_at`
 
 // Messages implements memory.Store. Seq runs 1..last_seq without gaps, so a
 // page is a range of the primary key, however deep.
@@ -483,14 +483,10 @@ func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Mes
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
 		m.CreatedAt = memory.Micro(m.CreatedAt)
-		var model any
-		if m.Model != nil {
-			model = string(m.Model)
-		}
-		rows[i] = []any{threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Parts), model, m.Pending, m.RunID, m.CreatedAt}
+		rows[i] = []any{threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt}
 		out[i] = m
 	}
-	cols := []string{"thread_id", "seq", "id", "role", "text", "parts", "model", "pending", "run_id", "created_at"}
+	cols := []string{"thread_id", "seq", "id", "role", "text", "model", "pending", "run_id", "created_at"}
 	if len(rows) >= copyThreshold {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"messages"}, cols, pgx.CopyFromRows(rows)); err != nil {
 			return nil, fmt.Errorf("storing messages: %w", err)
@@ -499,7 +495,7 @@ func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Mes
 	}
 	var b pgx.Batch
 	for _, r := range rows {
-		b.Queue(`INSERT INTO messages (`+strings.Join(cols, ", ")+`) VALUES ($1, $2, $3, $4, $5, $6::json, $7::json, $8, $9, $10)`, r...)
+		b.Queue(`INSERT INTO messages (`+strings.Join(cols, ", ")+`) VALUES ($1, $2, $3, $4, $5, $6::json, $7, $8, $9)`, r...)
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("storing messages: %w", err)
@@ -533,14 +529,11 @@ func queryMessages(ctx context.Context, q querier, query string, args ...any) ([
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Message, error) {
 		var m memory.Message
-		var parts, model []byte
-		if err := r.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &parts, &model, &m.Pending, &m.RunID, &m.CreatedAt); err != nil {
+		var model []byte
+		if err := r.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &model, &m.Pending, &m.RunID, &m.CreatedAt); err != nil {
 			return m, err
 		}
-		m.Parts = json.RawMessage(parts)
-		if model != nil {
-			m.Model = json.RawMessage(model)
-		}
+		m.Model = json.RawMessage(model)
 		m.CreatedAt = m.CreatedAt.UTC()
 		return m, nil
 	})

@@ -34,13 +34,13 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 2 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 3 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (2)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (3)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
@@ -111,7 +111,19 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := int64(len("héllo") + len(`[{"type":"text","text":"héllo"}]`) + len("Hi") + len(`[{"type":"text","text":"Hi"}]`) + len(`[{"role":"assistant","content":"Hi"}]`))
+	// After the upgrade a message counts its text and model messages; the
+	// user's became one model message of its role and text.
+	msgs, _, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("messages after the upgrade: %+v, %v", msgs, err)
+	}
+	if ms, err := msgs[0].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != "héllo" {
+		t.Fatalf("the user's message reads as %+v, %v", ms, err)
+	}
+	if ms, err := msgs[1].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Content != "Hi" {
+		t.Fatalf("the reply reads as %+v, %v", ms, err)
+	}
+	want := msgs[0].Size() + msgs[1].Size()
 	for id, w := range map[string]int64{"t": want, "empty": 0} {
 		th, err := s.Thread(ctx, id)
 		if err != nil || th.Bytes != w {

@@ -235,7 +235,7 @@ func (s *Store) UpdateThread(ctx context.Context, id, resourceID string, title *
 		WHERE id = ? AND resource_id = ? RETURNING `+threadCols, title, meta, memory.Micro(now).UnixMicro(), id, resourceID))
 }
 
-const messageCols = `seq, id, role, text, parts, model, pending, run_id, created_at`
+const messageCols = `seq, id, role, text, model, pending, run_id, created_at`
 
 // Messages implements memory.Store. Seq runs 1..last_seq without gaps, so a
 // page is a range of the primary key, however deep.
@@ -401,8 +401,8 @@ func appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Me
 	if err != nil {
 		return nil, fmt.Errorf("numbering messages: %w", err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (thread_id, seq, id, role, text, parts, model, pending, run_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return nil, fmt.Errorf("storing messages: %w", err)
 	}
@@ -412,11 +412,7 @@ func appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Me
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
 		m.CreatedAt = memory.Micro(m.CreatedAt)
-		var model any
-		if m.Model != nil {
-			model = string(m.Model)
-		}
-		if _, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Parts), model, m.Pending, m.RunID, m.CreatedAt.UnixMicro()); err != nil {
+		if _, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt.UnixMicro()); err != nil {
 			return nil, fmt.Errorf("storing message %q: %w", m.ID, err)
 		}
 		out[i] = m
@@ -455,16 +451,12 @@ func queryMessages(ctx context.Context, q querier, query string, args ...any) ([
 	var out []memory.Message
 	for rows.Next() {
 		var m memory.Message
-		var parts string
-		var model sql.NullString
+		var model string
 		var created int64
-		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &parts, &model, &m.Pending, &m.RunID, &created); err != nil {
+		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &model, &m.Pending, &m.RunID, &created); err != nil {
 			return nil, fmt.Errorf("reading a message: %w", err)
 		}
-		m.Parts = json.RawMessage(parts)
-		if model.Valid {
-			m.Model = json.RawMessage(model.String)
-		}
+		m.Model = json.RawMessage(model)
 		m.CreatedAt = time.UnixMicro(created).UTC()
 		out = append(out, m)
 	}

@@ -33,7 +33,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(ctx)
-	if err != nil || v != 2 {
+	if err != nil || v != 3 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	// The settings every connection needs.
@@ -48,14 +48,14 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (2)") {
+	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (3)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
 
 // TestUpgradeFromVersion1: a file written by the first schema, with
-// threads in it, gets the byte counts of its threads on upgrade, and its
-// messages stay readable.
+// threads in it, stays readable after the upgrade: client messages become
+// model messages of their role and text, and threads count their bytes.
 func TestUpgradeFromVersion1(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
@@ -89,7 +89,19 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := int64(len("héllo") + len(`[{"type":"text","text":"héllo"}]`) + len("Hi") + len(`[{"type":"text","text":"Hi"}]`) + len(`[{"role":"assistant","content":"Hi"}]`))
+	// After the upgrade a message counts its text and model messages; the
+	// user's became one model message of its role and text.
+	msgs, _, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("messages after the upgrade: %+v, %v", msgs, err)
+	}
+	if ms, err := msgs[0].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != "héllo" {
+		t.Fatalf("the user's message reads as %+v, %v", ms, err)
+	}
+	if ms, err := msgs[1].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Content != "Hi" {
+		t.Fatalf("the reply reads as %+v, %v", ms, err)
+	}
+	want := msgs[0].Size() + msgs[1].Size()
 	for id, w := range map[string]int64{"t": want, "empty": 0} {
 		th, err := s.Thread(ctx, id)
 		if err != nil || th.Bytes != w {

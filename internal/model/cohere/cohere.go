@@ -30,7 +30,6 @@ import (
 	cohere "github.com/cohere-ai/cohere-go/v2"
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -344,11 +343,11 @@ func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
 	}
 	switch strings.ToUpper(reason) {
 	case "COMPLETE", "STOP_SEQUENCE":
-		fin.Reason = api.FinishStop
+		fin.Reason = model.FinishStop
 	case "MAX_TOKENS":
-		fin.Reason = api.FinishLength
+		fin.Reason = model.FinishLength
 	case "TOOL_CALL":
-		fin.Reason = api.FinishToolCalls
+		fin.Reason = model.FinishToolCalls
 	case "TIMEOUT":
 		return model.Part{}, &model.Error{Kind: model.KindTimeout, Provider: Provider, Message: "the model timed out while answering"}
 	default:
@@ -373,7 +372,7 @@ func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
 		if u.GetTokens() == nil {
 			in, out = tokens(u.GetBilledUnits().GetInputTokens()), tokens(u.GetBilledUnits().GetOutputTokens())
 		}
-		fin.Usage = api.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+		fin.Usage = model.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
 		if c, ok := u.GetExtraProperties()["cached_tokens"].(float64); ok {
 			fin.Usage.CachedInputTokens = model.Tokens(c)
 		}

@@ -12,7 +12,6 @@ import (
 
 	fakecohere "github.com/companionhq/companion/fakes/cohere"
 	"github.com/companionhq/companion/fakes/upstream"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/modeltest"
@@ -146,7 +145,7 @@ func TestBogusUsage(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if u := r.Finish().Usage; u != (api.Usage{InputTokens: 0, OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
+	if u := r.Finish().Usage; u != (model.Usage{InputTokens: 0, OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
 		t.Errorf("usage %+v", u)
 	}
 }

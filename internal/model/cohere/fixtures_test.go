@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/modeltest"
@@ -46,10 +45,10 @@ func TestRecordedText(t *testing.T) {
 		t.Errorf("text %q", r.Text())
 	}
 	f := r.Finish()
-	if f.Reason != api.FinishStop || f.ResponseID != "a8fc192e-4bb8-4e15-ae1f-a174e8b02ae8" {
+	if f.Reason != model.FinishStop || f.ResponseID != "a8fc192e-4bb8-4e15-ae1f-a174e8b02ae8" {
 		t.Errorf("finish %+v", f)
 	}
-	if f.Usage != (api.Usage{InputTokens: 186, OutputTokens: 105, TotalTokens: 291}) {
+	if f.Usage != (model.Usage{InputTokens: 186, OutputTokens: 105, TotalTokens: 291}) {
 		t.Errorf("usage %+v", f.Usage)
 	}
 	if bu := f.ProviderMetadata["billedUnits"].(map[string]any); bu["inputTokens"] != 21 || bu["outputTokens"] != 105 {
@@ -91,7 +90,7 @@ func TestRecordedToolCalls(t *testing.T) {
 	if plan != "I will search for the weather in Madrid and Brasilia." || r.Text() != "" {
 		t.Errorf("tool plan %q, text %q", plan, r.Text())
 	}
-	if f := r.Finish(); f.Reason != api.FinishToolCalls || f.Usage.InputTokens != 913 {
+	if f := r.Finish(); f.Reason != model.FinishToolCalls || f.Usage.InputTokens != 913 {
 		t.Errorf("finish %+v", f)
 	}
 	msgs := sent["messages"].([]any)

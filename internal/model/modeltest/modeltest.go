@@ -25,7 +25,6 @@ import (
 
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -229,7 +228,7 @@ func Run(t *testing.T, h Harness) {
 		req := ask("Tell me a long story about the sea.", 3)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
-		if f := r.Finish(); f == nil || f.Reason != api.FinishLength {
+		if f := r.Finish(); f == nil || f.Reason != model.FinishLength {
 			t.Fatalf("finish %+v, want length", f)
 		}
 	})

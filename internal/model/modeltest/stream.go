@@ -13,7 +13,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -128,7 +127,7 @@ func checkFinish(f *model.Finish) error {
 		return errors.New("a finish part without its Finish")
 	}
 	switch f.Reason {
-	case api.FinishStop, api.FinishLength, api.FinishToolCalls:
+	case model.FinishStop, model.FinishLength, model.FinishToolCalls:
 	default:
 		return fmt.Errorf("finish reason %q", f.Reason)
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/modeltest"
 	"github.com/companionhq/companion/internal/model/openai"
@@ -51,10 +50,10 @@ func TestRecordedText(t *testing.T) {
 		t.Errorf("text %q", r.Text())
 	}
 	f := r.Finish()
-	if f.Reason != api.FinishLength || f.ResponseID != "chatcmpl-A3Tguz3LSXTHBTY2NAPBCSyfBltxF" {
+	if f.Reason != model.FinishLength || f.ResponseID != "chatcmpl-A3Tguz3LSXTHBTY2NAPBCSyfBltxF" {
 		t.Errorf("finish %+v", f)
 	}
-	if f.Usage != (api.Usage{InputTokens: 1212, OutputTokens: 3, TotalTokens: 1215, CachedInputTokens: 1024}) {
+	if f.Usage != (model.Usage{InputTokens: 1212, OutputTokens: 3, TotalTokens: 1215, CachedInputTokens: 1024}) {
 		t.Errorf("usage %+v", f.Usage)
 	}
 	if f.ProviderMetadata["model"] != "gpt-4o-2024-05-13" || f.ProviderMetadata["finishReason"] != "length" {
@@ -86,7 +85,7 @@ func TestRecordedParallelToolCalls(t *testing.T) {
 	if len(calls[1].Deltas) != 3 {
 		t.Errorf("deltas %q", calls[1].Deltas)
 	}
-	if f := r.Finish(); f.Reason != api.FinishToolCalls || f.Usage.TotalTokens != 132 {
+	if f := r.Finish(); f.Reason != model.FinishToolCalls || f.Usage.TotalTokens != 132 {
 		t.Errorf("finish %+v", f)
 	}
 	// Not OpenAI itself: the limit goes as max_tokens.

@@ -25,7 +25,6 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -301,14 +300,14 @@ func (d *decoder) finish() []model.Part {
 	}
 	switch d.reason {
 	case "length":
-		fin.Reason = api.FinishLength
+		fin.Reason = model.FinishLength
 	case "tool_calls", "function_call":
-		fin.Reason = api.FinishToolCalls
+		fin.Reason = model.FinishToolCalls
 	default: // stop, content_filter, and what servers add
-		fin.Reason = api.FinishStop
+		fin.Reason = model.FinishStop
 	}
 	if u := d.usage; u != nil {
-		fin.Usage = api.Usage{
+		fin.Usage = model.Usage{
 			InputTokens:       model.Tokens(float64(u.PromptTokens)),
 			OutputTokens:      model.Tokens(float64(u.CompletionTokens)),
 			TotalTokens:       model.Tokens(float64(u.TotalTokens)),

@@ -11,7 +11,6 @@ import (
 
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/modeltest"
 	"github.com/companionhq/companion/internal/model/openai"
@@ -103,7 +102,7 @@ func TestBogusUsage(t *testing.T) {
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
-	if u := r.Finish().Usage; u != (api.Usage{OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
+	if u := r.Finish().Usage; u != (model.Usage{OutputTokens: model.MaxTokens, TotalTokens: model.MaxTokens}) {
 		t.Errorf("usage %+v", u)
 	}
 }

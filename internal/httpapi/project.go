@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// This file projects the domain (a run's result, stored threads and
+// messages) into the API's wire shapes. It is the only place that knows
+// both.
+
+func usageOf(u model.Usage) api.Usage {
+	return api.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens,
+		ReasoningTokens: u.ReasoningTokens, CachedInputTokens: u.CachedInputTokens}
+}
+
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// generateBody is the generate endpoint's body for a finished turn.
+func generateBody(o *memory.Outcome) api.GenerateResponse {
+	res := o.Result
+	steps := make([]api.Step, len(res.Steps))
+	var reply []model.Message
+	calls, results := []api.ToolCall{}, []api.ToolResult{}
+	for i, s := range res.Steps {
+		reply = append(reply, s.Messages...)
+		steps[i] = stepBody(res, s, reply)
+		calls = append(calls, steps[i].ToolCalls...)
+		results = append(results, steps[i].ToolResults...)
+	}
+	var last api.Step
+	if len(steps) > 0 {
+		last = steps[len(steps)-1]
+	} else {
+		last = stepBody(res, agent.Step{}, nil)
+	}
+	resp := last.Response
+	resp.Messages = modelMessages(res.Reply)
+	resp.UIMessages = make([]api.UIMessage, 0, len(o.Stored))
+	for _, m := range o.Stored {
+		resp.UIMessages = append(resp.UIMessages, uiMessage(o.Thread, m))
+	}
+	return api.GenerateResponse{
+		Text:             res.Text(),
+		Usage:            usageOf(res.Usage),
+		TotalUsage:       usageOf(res.Usage),
+		Steps:            steps,
+		FinishReason:     res.FinishReason,
+		Warnings:         warnings(res.Warnings),
+		ProviderMetadata: last.ProviderMetadata,
+		TraceID:          res.TraceID,
+		RunID:            res.RunID,
+		Request:          last.Request,
+		Reasoning:        []any{},
+		ToolCalls:        calls,
+		ToolResults:      results,
+		Sources:          []any{},
+		Files:            []any{},
+		Response:         resp,
+	}
+}
+
+// stepBody is one step of the generate body. reply is what the run added
+// up to and including the step: the reply's UI message after the step is
+// drawn from it.
+func stepBody(res *agent.Result, s agent.Step, reply []model.Message) api.Step {
+	st := api.Step{
+		StepType: string(s.Kind), Text: s.Text, ReasoningText: s.Reasoning,
+		Content: []api.ContentPart{}, Sources: []any{}, Files: []any{}, Reasoning: []any{},
+		ToolCalls: []api.ToolCall{}, StaticToolCalls: []api.ToolCall{}, DynamicToolCalls: []api.ToolCall{},
+		ToolResults: []api.ToolResult{}, StaticToolResults: []api.ToolResult{}, DynamicToolResults: []api.ToolResult{},
+		Warnings: warnings(s.Warnings), FinishReason: s.FinishReason, Usage: usageOf(s.Usage), TotalUsage: usageOf(s.Total),
+		Request:          api.RequestInfo{Body: requestBody(s.ModelID, s.Request)},
+		ProviderMetadata: s.ProviderMetadata,
+		TraceID:          res.TraceID,
+	}
+	if st.ProviderMetadata == nil {
+		st.ProviderMetadata = map[string]any{}
+	}
+	if s.Text != "" {
+		st.Content = append(st.Content, api.ContentPart{Type: "text", Text: s.Text})
+	}
+	if s.Reasoning != "" {
+		st.Reasoning = append(st.Reasoning, map[string]string{"type": "reasoning", "text": s.Reasoning})
+	}
+	for _, c := range s.Calls {
+		tc := toolCall(c)
+		st.ToolCalls = append(st.ToolCalls, tc)
+		st.StaticToolCalls = append(st.StaticToolCalls, tc)
+	}
+	for _, r := range s.Results {
+		tr := toolResult(r)
+		st.ToolResults = append(st.ToolResults, tr)
+		st.StaticToolResults = append(st.StaticToolResults, tr)
+	}
+	st.Response = api.Response{
+		ID: s.ResponseID, Timestamp: timestamp(s.Started), ModelID: s.ModelID,
+		Headers: map[string]string{}, ModelMetadata: map[string]any{},
+		Messages: modelMessages(s.Messages),
+		UIMessages: []api.UIMessage{{ID: res.ReplyID, Role: model.RoleAssistant,
+			Metadata: api.UIMetadata{CreatedAt: timestamp(res.Started), ThreadID: res.ThreadID, ResourceID: res.ResourceID},
+			Parts:    uiParts(reply)}},
+	}
+	return st
+}
+
+func toolCall(c agent.ToolCall) api.ToolCall {
+	return api.ToolCall{ToolCallID: c.ID, ToolName: c.Name, Args: c.Args, ProviderMetadata: map[string]any{}}
+}
+
+func toolResult(r agent.ToolResult) api.ToolResult {
+	return api.ToolResult{ToolCallID: r.CallID, ToolName: r.Tool, Result: r.Output, IsError: r.Failed()}
+}
+
+func warnings(ws []agent.Warning) []api.Warning {
+	out := make([]api.Warning, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, api.Warning{Type: w.Kind, Message: w.Message, ToolCallID: w.CallID, ToolName: w.Tool})
+	}
+	return out
+}
+
+func modelMessages(ms []model.Message) []api.ModelMessage {
+	out := make([]api.ModelMessage, 0, len(ms))
+	for _, m := range ms {
+		mm := api.ModelMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
+		for _, c := range m.ToolCalls {
+			mm.ToolCalls = append(mm.ToolCalls, api.ToolCall{ToolCallID: c.ID, ToolName: c.Name, Args: c.Args, ProviderMetadata: map[string]any{}})
+		}
+		out = append(out, mm)
+	}
+	return out
+}
+
+// uiParts draws a message's UI parts from the model messages it is made
+// of: a text part per non-empty text, and a tool-<name> part per tool call,
+// completed by its tool message (output-available with the output, or
+// output-error with the error's text).
+func uiParts(ms []model.Message) []api.UIPart {
+	parts := []api.UIPart{}
+	calls := map[string]int{}
+	for _, m := range ms {
+		if m.Role == model.RoleTool {
+			i, ok := calls[m.ToolCallID]
+			if !ok {
+				continue
+			}
+			if m.IsError {
+				parts[i].State, parts[i].ErrorText = "output-error", toolErrorText(m.Content)
+			} else {
+				parts[i].State, parts[i].Output = "output-available", json.RawMessage(m.Content)
+			}
+			continue
+		}
+		if m.Content != "" || (m.Role != model.RoleAssistant && len(m.ToolCalls) == 0) {
+			parts = append(parts, api.UIPart{Type: "text", Text: m.Content})
+		}
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = len(parts)
+			parts = append(parts, api.UIPart{Type: "tool-" + c.Name, ToolCallID: c.ID, State: "input-available", Input: c.Args})
+		}
+	}
+	return parts
+}
+
+// toolErrorText is the message of a failed call's result, {"error": ...}.
+func toolErrorText(content string) string {
+	var e struct{ Error string }
+	if json.Unmarshal([]byte(content), &e) != nil || e.Error == "" {
+		return content
+	}
+	return e.Error
+}
+
+// uiMessage is a stored message as the API shows it.
+func uiMessage(th memory.Thread, m memory.Message) api.UIMessage {
+	ms, err := m.ModelMessages()
+	if err != nil {
+		ms = []model.Message{{Role: m.Role, Content: m.Text}}
+	}
+	return api.UIMessage{ID: m.ID, Role: m.Role, Parts: uiParts(ms), Metadata: api.UIMetadata{
+		CreatedAt: timestamp(m.CreatedAt), ThreadID: th.ID, ResourceID: th.ResourceID, Pending: m.Pending,
+	}}
+}
+
+// apiThread is a stored thread as the API shows it.
+func apiThread(th memory.Thread) api.Thread {
+	// Decoded and encoded again, the metadata reads the same from every
+	// store (PostgreSQL's jsonb reorders keys).
+	meta := map[string]any{}
+	dec := json.NewDecoder(bytes.NewReader(th.Metadata))
+	dec.UseNumber()
+	_ = dec.Decode(&meta)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	return api.Thread{ID: th.ID, ResourceID: th.ResourceID, Title: th.Title, Metadata: meta,
+		CreatedAt: timestamp(th.CreatedAt), UpdatedAt: timestamp(th.UpdatedAt)}
+}
+
+// A step's request.body: what the model was sent, provider-neutral.
+type requestShape struct {
+	Model           string         `json:"model"`
+	Messages        []requestEntry `json:"messages"`
+	Tools           []string       `json:"tools"`
+	MaxOutputTokens int            `json:"maxOutputTokens,omitempty"`
+}
+
+type requestEntry struct {
+	Role       string        `json:"role"`
+	Content    string        `json:"content"`
+	ToolCalls  []requestCall `json:"toolCalls,omitempty"`
+	ToolCallID string        `json:"toolCallId,omitempty"`
+}
+
+type requestCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// requestBody describes req for a step's request.body: the model, the
+// messages (instructions first), the tool names and the output limit.
+func requestBody(modelID string, req model.Request) any {
+	b := requestShape{Model: modelID, Tools: []string{}, MaxOutputTokens: req.MaxOutputTokens}
+	b.Messages = make([]requestEntry, 0, len(req.Messages)+1)
+	if req.System != "" {
+		b.Messages = append(b.Messages, requestEntry{Role: "system", Content: req.System})
+	}
+	for _, m := range req.Messages {
+		e := requestEntry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			e.ToolCalls = append(e.ToolCalls, requestCall{ID: c.ID, Name: c.Name, Args: c.Args})
+		}
+		b.Messages = append(b.Messages, e)
+	}
+	for _, t := range req.Tools {
+		b.Tools = append(b.Tools, t.Name)
+	}
+	return b
+}
