@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -573,5 +574,61 @@ func TestToolFailureLeaksNoAddress(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"msg":"tool call failed"`) || !strings.Contains(logs.String(), "connection refused") {
 		t.Fatalf("the log does not keep the cause:\n%s", logs.String())
+	}
+}
+
+// TestCORS: preflights from the allowed origins get CORS headers, never
+// with credentials; from any other origin 403; without origins configured,
+// every preflight 403.
+func TestCORS(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.CORSOrigins = []string{"https://chat.example.com"} })
+	preflight := func(svc *apptest.Service, origin string) *http.Response {
+		res, _ := svc.DoHeader(t, "OPTIONS", generatePath, "", http.Header{
+			"Origin": {origin}, "Access-Control-Request-Method": {"POST"},
+			"Access-Control-Request-Headers": {"authorization, content-type"},
+		})
+		return res
+	}
+	res := preflight(svc, "https://chat.example.com")
+	h := res.Header
+	if res.StatusCode != 200 || h.Get("Access-Control-Allow-Origin") != "https://chat.example.com" ||
+		!strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "authorization") ||
+		h.Get("Access-Control-Allow-Credentials") != "" {
+		t.Fatalf("allowed origin: %d %v", res.StatusCode, h)
+	}
+	if res := preflight(svc, "https://evil.example"); res.StatusCode != 403 || res.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("another origin: %d %v", res.StatusCode, res.Header)
+	}
+	// The actual request from the allowed origin is readable by the page.
+	res, _ = svc.DoHeader(t, "POST", generatePath, `{"threadId":"c","messages":[{"role":"user","content":"Hi"}]}`, http.Header{"Origin": {"https://chat.example.com"}})
+	if res.StatusCode != 200 || res.Header.Get("Access-Control-Allow-Origin") != "https://chat.example.com" ||
+		!strings.Contains(res.Header.Get("Access-Control-Expose-Headers"), "X-Request-Id") {
+		t.Fatalf("actual request: %d %v", res.StatusCode, res.Header)
+	}
+	none := apptest.Start(t, nil)
+	if res := preflight(none, "https://chat.example.com"); res.StatusCode != 403 {
+		t.Fatalf("no origins configured: %d", res.StatusCode)
+	}
+}
+
+// TestReadyChecksTheSchema: /ready answered ok while the schema was
+// broken; it checks the schema now.
+func TestReadyChecksTheSchema(t *testing.T) {
+	url := apptest.SQLiteURL(t)
+	svc := apptest.Start(t, func(c *app.Config) { c.DatabaseURL = url })
+	if res, _ := svc.Do(t, "GET", "/ready", ""); res.StatusCode != 200 {
+		t.Fatalf("ready: %d", res.StatusCode)
+	}
+	db, err := sql.Open("sqlite", "file:"+strings.TrimPrefix(url, "sqlite://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`DROP TABLE usage`); err != nil {
+		t.Fatal(err)
+	}
+	res, b := svc.Do(t, "GET", "/ready", "")
+	if res.StatusCode != 503 || errorOf(t, b) != "not ready: the database does not answer, or its schema is not the one this build expects" {
+		t.Fatalf("ready with a table gone: %d %s", res.StatusCode, b)
 	}
 }
