@@ -1,6 +1,7 @@
 package runlog_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ func testLog(t *testing.T, pair newPair) {
 		{"Cancel", testCancel},
 		{"Readers", testReaders},
 		{"ResumeAfterADroppedFollower", testResume},
+		{"OpaqueData", testOpaqueData},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,4 +402,27 @@ func testResume(t *testing.T, w, r runlog.Log) {
 	end(t, wr)
 	all := append(first, <-resumed...)
 	wantEntries(t, all, 0, total)
+}
+
+func testOpaqueData(t *testing.T, w, r runlog.Log) {
+	data := [][]byte{{}, {0, 0xff, 0xfe, '\n', '\r'}, []byte("data: x\n\n"), bytes.Repeat([]byte{0x80}, 70_000)}
+	wr := start(t, w, "run-1")
+	for _, d := range data {
+		if _, err := wr.Append(ctxFor(t), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	end(t, wr)
+	got, err := collect(ctxFor(t), r, "run-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(data) {
+		t.Fatalf("got %d entries, want %d", len(got), len(data))
+	}
+	for i, e := range got {
+		if e.Seq != int64(i+1) || !bytes.Equal(e.Data, data[i]) {
+			t.Fatalf("entry %d: Seq %d, %d bytes; want Seq %d, %q", i, e.Seq, len(e.Data), i+1, data[i][:min(len(data[i]), 10)])
+		}
+	}
 }
