@@ -253,7 +253,7 @@ func TestRedisOutage(t *testing.T) {
 	}()
 
 	appendN(t, wr, 1, 50)
-	eventually(t, "the follower has 50 entries", func() bool { return wr.Readers() == 1 })
+	eventually(t, "the follower on the other instance is counted", func() bool { return wr.Readers() == 1 })
 	time.Sleep(100 * time.Millisecond)
 	srv.Stop()
 	for n := 51; n <= 100; n++ {
