@@ -1,0 +1,318 @@
+package runlog
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of MemoryOptions.
+const (
+	DefaultRetention  = 5 * time.Minute
+	DefaultMaxEntries = 100_000
+	DefaultMaxBytes   = 16 << 20
+)
+
+// A follower on another instance announces itself every readerBeat while it
+// reads, and is no longer counted by Readers once its last announcement is
+// readerStale old (it went away without saying so).
+const (
+	readerBeat  = 5 * time.Second
+	readerStale = 3 * readerBeat
+)
+
+// MemoryOptions configures a Memory log.
+type MemoryOptions struct {
+	// Retention is how long a run's log is kept after End;
+	// DefaultRetention when zero.
+	Retention time.Duration
+	// MaxEntries bounds the entries of one run: Append fails with
+	// ErrTooLong past it. DefaultMaxEntries when zero.
+	MaxEntries int
+	// MaxBytes bounds the total size of one run's entries: Append fails
+	// with ErrTooLong past it. DefaultMaxBytes when zero.
+	MaxBytes int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Memory keeps the logs of this process's runs. Followers are woken by
+// Append and End, without polling. A run is forgotten Retention after it
+// ended (on a later call, no goroutine), and each run holds at most
+// MaxEntries entries of MaxBytes in all, so the memory held is bounded by
+// the runs in progress and those that ended within the retention. A run that
+// is never ended is never forgotten. It is safe for concurrent use.
+type Memory struct {
+	retention  time.Duration
+	maxEntries int
+	maxBytes   int
+	now        func() time.Time
+
+	mu    sync.Mutex
+	runs  map[string]*run
+	ended []endedRun // in the order the runs ended, for the sweep
+}
+
+var _ Log = (*Memory)(nil)
+
+// endedRun is when a run ended.
+type endedRun struct {
+	id string
+	at time.Time
+}
+
+// run is one run's log.
+type run struct {
+	meta      Meta
+	cancelled chan struct{}
+	readers   atomic.Int64 // Follow calls on this instance
+
+	mu       sync.Mutex
+	entries  [][]byte // entries[i] has Seq i+1; elements are never modified
+	size     int      // bytes in entries
+	ended    bool
+	endedAt  time.Time
+	wake     chan struct{}        // closed and replaced by each Append and by End
+	canceled bool                 // cancelled is closed
+	remote   map[string]time.Time // followers on other instances: last announcement
+}
+
+// NewMemory returns an empty log.
+func NewMemory(opts MemoryOptions) *Memory {
+	m := &Memory{
+		retention:  opts.Retention,
+		maxEntries: opts.MaxEntries,
+		maxBytes:   opts.MaxBytes,
+		now:        opts.Now,
+		runs:       make(map[string]*run),
+	}
+	if m.retention <= 0 {
+		m.retention = DefaultRetention
+	}
+	if m.maxEntries <= 0 {
+		m.maxEntries = DefaultMaxEntries
+	}
+	if m.maxBytes <= 0 {
+		m.maxBytes = DefaultMaxBytes
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m
+}
+
+// Start registers a new run. Its Started time is now when zero. It fails
+// when the RunID is empty or in use.
+func (m *Memory) Start(_ context.Context, meta Meta) (Writer, error) {
+	r, err := m.start(meta)
+	if err != nil {
+		return nil, err
+	}
+	return &memWriter{m: m, r: r}, nil
+}
+
+func (m *Memory) start(meta Meta) (*run, error) {
+	if meta.RunID == "" {
+		return nil, errors.New("runlog: a run needs an id")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep()
+	if _, ok := m.runs[meta.RunID]; ok {
+		return nil, errors.New("runlog: run " + meta.RunID + " already exists")
+	}
+	if meta.Started.IsZero() {
+		meta.Started = m.now()
+	}
+	r := &run{meta: meta, cancelled: make(chan struct{}), wake: make(chan struct{})}
+	m.runs[meta.RunID] = r
+	return r, nil
+}
+
+// lookup returns a run that is known and not expired.
+func (m *Memory) lookup(runID string) (*run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep()
+	r, ok := m.runs[runID]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return r, nil
+}
+
+// sweep forgets the runs whose retention is over. m.mu is held.
+func (m *Memory) sweep() {
+	now := m.now()
+	i := 0
+	for ; i < len(m.ended) && !now.Before(m.ended[i].at.Add(m.retention)); i++ {
+		delete(m.runs, m.ended[i].id)
+		m.ended[i] = endedRun{}
+	}
+	m.ended = m.ended[i:] // append drops the head when it grows the array
+
+}
+
+// Meta returns a run's metadata.
+func (m *Memory) Meta(_ context.Context, runID string) (Meta, error) {
+	r, err := m.lookup(runID)
+	if err != nil {
+		return Meta{}, err
+	}
+	return r.meta, nil
+}
+
+// Follow yields the run's entries after after, then the new ones as they are
+// appended, until the run ends or ctx does.
+func (m *Memory) Follow(ctx context.Context, runID string, after int64) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		r, err := m.lookup(runID)
+		if err != nil {
+			yield(Entry{}, err)
+			return
+		}
+		r.follow(ctx, after, yield)
+	}
+}
+
+// follow yields r's entries after after until r ends or ctx does.
+func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) bool) {
+	r.readers.Add(1)
+	defer r.readers.Add(-1)
+	next := max(after, 0) // the Seq of the last entry yielded
+	for {
+		r.mu.Lock()
+		var batch [][]byte
+		if next < int64(len(r.entries)) {
+			batch = r.entries[next:]
+		}
+		ended, wake := r.ended, r.wake
+		r.mu.Unlock()
+		for _, data := range batch {
+			if err := ctx.Err(); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			next++
+			if !yield(Entry{Seq: next, Data: data}, nil) {
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if ended {
+			return
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			yield(Entry{}, ctx.Err())
+			return
+		}
+	}
+}
+
+// Cancel closes the run's Cancelled channel.
+func (m *Memory) Cancel(_ context.Context, runID string) error {
+	r, err := m.lookup(runID)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ended && !r.canceled {
+		r.canceled = true
+		close(r.cancelled)
+	}
+	return nil
+}
+
+// Close does nothing: a Memory holds no goroutine.
+func (m *Memory) Close() error { return nil }
+
+// remoteReader records that follower id on another instance reads runID,
+// or that it stopped.
+func (m *Memory) remoteReader(runID, id string, reading bool) {
+	r, err := m.lookup(runID)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !reading {
+		delete(r.remote, id)
+		return
+	}
+	if r.remote == nil {
+		r.remote = make(map[string]time.Time)
+	}
+	r.remote[id] = m.now()
+}
+
+// memWriter writes a run of a Memory.
+type memWriter struct {
+	m *Memory
+	r *run
+}
+
+var _ Writer = (*memWriter)(nil)
+
+// Append adds a copy of data to the log and wakes the followers.
+func (w *memWriter) Append(_ context.Context, data []byte) (int64, error) {
+	r := w.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return 0, ErrEnded
+	}
+	if len(r.entries) >= w.m.maxEntries || r.size+len(data) > w.m.maxBytes {
+		return 0, ErrTooLong
+	}
+	r.entries = append(r.entries, append([]byte(nil), data...))
+	r.size += len(data)
+	close(r.wake)
+	r.wake = make(chan struct{})
+	return int64(len(r.entries)), nil
+}
+
+// End marks the run over and wakes the followers; the retention starts.
+func (w *memWriter) End(context.Context) error {
+	m, r := w.m, w.r
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return nil
+	}
+	r.ended, r.endedAt = true, m.now()
+	close(r.wake)
+	r.wake = make(chan struct{})
+	m.ended = append(m.ended, endedRun{id: r.meta.RunID, at: r.endedAt})
+	return nil
+}
+
+// Cancelled is closed by Cancel.
+func (w *memWriter) Cancelled() <-chan struct{} { return w.r.cancelled }
+
+// Readers counts the Follow calls reading the run on this instance, and
+// those on other instances that announced themselves within readerStale.
+func (w *memWriter) Readers() int {
+	r := w.r
+	n := int(r.readers.Load())
+	now := w.m.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id, seen := range r.remote {
+		if now.Sub(seen) >= readerStale {
+			delete(r.remote, id)
+			continue
+		}
+		n++
+	}
+	return n
+}

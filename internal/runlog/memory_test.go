@@ -1,0 +1,135 @@
+package runlog_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/internal/runlog"
+)
+
+func TestMemory(t *testing.T) {
+	testLog(t, func(t *testing.T) (runlog.Log, runlog.Log) {
+		m := runlog.NewMemory(runlog.MemoryOptions{})
+		t.Cleanup(func() { m.Close() })
+		return m, m
+	})
+}
+
+// clock is a fake clock tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestMemoryRetention(t *testing.T) {
+	c := newClock()
+	m := runlog.NewMemory(runlog.MemoryOptions{Retention: time.Minute, Now: c.Now})
+	ctx := ctxFor(t)
+	wr := start(t, m, "run-1")
+	appendN(t, wr, 1, 3)
+	long := start(t, m, "run-long") // never ended while the test runs
+	c.Advance(time.Hour)
+	end(t, wr)
+
+	c.Advance(time.Minute - time.Nanosecond)
+	if _, err := m.Meta(ctx, "run-1"); err != nil {
+		t.Fatalf("Meta just before the retention is over: %v", err)
+	}
+	got, err := collect(ctx, m, "run-1", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, got, 1, 3)
+
+	c.Advance(time.Nanosecond)
+	if _, err := m.Meta(ctx, "run-1"); !errors.Is(err, runlog.ErrNotFound) {
+		t.Fatalf("Meta once the retention is over: %v, want ErrNotFound", err)
+	}
+	if got, err := collect(ctx, m, "run-1", 0); !errors.Is(err, runlog.ErrNotFound) {
+		t.Fatalf("Follow once the retention is over: %s, %v, want ErrNotFound", seqs(got), err)
+	}
+	if err := m.Cancel(ctx, "run-1"); !errors.Is(err, runlog.ErrNotFound) {
+		t.Fatalf("Cancel once the retention is over: %v, want ErrNotFound", err)
+	}
+	if _, err := m.Meta(ctx, "run-long"); err != nil {
+		t.Fatalf("a run in progress for an hour: %v", err)
+	}
+	// Its RunID may be used again.
+	wr = start(t, m, "run-1")
+	end(t, wr)
+	end(t, long)
+}
+
+func TestMemoryBounds(t *testing.T) {
+	m := runlog.NewMemory(runlog.MemoryOptions{MaxEntries: 3, MaxBytes: 21})
+	ctx := ctxFor(t)
+	wr := start(t, m, "run-1")
+	appendN(t, wr, 1, 3)
+	if seq, err := wr.Append(ctx, event(4)); !errors.Is(err, runlog.ErrTooLong) {
+		t.Fatalf("a 4th Append with MaxEntries 3: %d, %v; want ErrTooLong", seq, err)
+	}
+	end(t, wr)
+	got, err := collect(ctx, m, "run-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, got, 0, 3)
+
+	wr = start(t, m, "run-2")
+	if _, err := wr.Append(ctx, []byte(strings.Repeat("x", 15))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wr.Append(ctx, []byte("1234567")); !errors.Is(err, runlog.ErrTooLong) {
+		t.Fatalf("an Append past MaxBytes: %v, want ErrTooLong", err)
+	}
+	if seq, err := wr.Append(ctx, []byte("123456")); err != nil || seq != 2 {
+		t.Fatalf("an Append up to MaxBytes: %d, %v", seq, err)
+	}
+	end(t, wr)
+}
+
+func TestMemoryAppendCopies(t *testing.T) {
+	m := runlog.NewMemory(runlog.MemoryOptions{})
+	wr := start(t, m, "run-1")
+	buf := []byte("first")
+	if _, err := wr.Append(ctxFor(t), buf); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXXX")
+	end(t, wr)
+	got, err := collect(ctxFor(t), m, "run-1", 0)
+	if err != nil || len(got) != 1 || string(got[0].Data) != "first" {
+		t.Fatalf("after the caller reused its buffer: %+v, %v", got, err)
+	}
+}
+
+func TestMemoryStartsNow(t *testing.T) {
+	c := newClock()
+	m := runlog.NewMemory(runlog.MemoryOptions{Now: c.Now})
+	if _, err := m.Start(ctxFor(t), runlog.Meta{}); err == nil {
+		t.Fatal("Start without a RunID succeeded")
+	}
+	if _, err := m.Start(ctxFor(t), runlog.Meta{RunID: "run-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := m.Meta(ctxFor(t), "run-1"); err != nil || !got.Started.Equal(c.Now()) {
+		t.Fatalf("Meta: %+v, %v; want Started now", got, err)
+	}
+}
