@@ -140,6 +140,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	str(&cfg.JWTResourceClaim, setting{"jwt-resource-claim", "COMPANION_JWT_RESOURCE_CLAIM", "claim of a bearer token that names its resources"}, "sub")
 	str(&cfg.JWTSecretFile, setting{"jwt-secret-file", "COMPANION_JWT_SECRET_FILE", "file holding an HS256 secret for bearer tokens (development)"}, "")
 	str(&cfg.MetricsAddr, setting{"metrics-addr", "COMPANION_METRICS_ADDR", "serve /metrics on this address alone, not on the API's"}, "")
+	str(&cfg.StreamFormat, setting{"stream-format", "COMPANION_STREAM_FORMAT", "stream dialect of requests that name none (X-Stream-Format): seed, mastra or ai-sdk"}, "seed")
+	dur(&cfg.StreamRetention, setting{"stream-retention", "COMPANION_STREAM_RETENTION", "how long a streamed run's events stay to be resumed after it ended"}, def.StreamRetention)
+	dur(&cfg.ResumeGrace, setting{"resume-grace", "COMPANION_RESUME_GRACE", "how long a run goes on after its stream broke, waiting to be resumed (0: cancel it at once)"}, def.ResumeGrace)
 	dur(&cfg.ShutdownDelay, setting{"shutdown-delay", "COMPANION_SHUTDOWN_DELAY", "how long /ready answers 503 after SIGTERM before the listener closes"}, 0)
 
 	if err := fs.Parse(args); err != nil {
@@ -201,6 +204,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		{cfg.Limits.MaxHeaderBytes < 4096, "max header bytes must be at least 4096"},
 		{cfg.RateLimit < 0 || cfg.TokenQuota < 0, "rate limit and token quota must not be negative"},
 		{cfg.ShutdownDelay < 0, "shutdown delay must not be negative"},
+		{cfg.StreamRetention <= 0 || cfg.ResumeGrace < 0, "stream retention must be positive and resume grace not negative"},
+		{cfg.StreamFormat != "seed" && cfg.StreamFormat != "mastra" && cfg.StreamFormat != "ai-sdk", "stream format must be seed, mastra or ai-sdk"},
 		{strings.TrimSpace(cfg.JWTResourceClaim) == "", "the JWT resource claim must not be empty"},
 	} {
 		if c.bad {

@@ -120,6 +120,8 @@ type Message struct {
 
 // Input is one run's request, already validated.
 type Input struct {
+	// RunID names the run; "" makes one up.
+	RunID       string
 	ThreadID    string
 	ResourceID  string
 	Personality Personality
@@ -176,8 +178,11 @@ type run struct {
 }
 
 func (a *Agent) newRun(in Input, emit Emit) *run {
-	r := &run{a: a, in: in, runID: a.cfg.NewID(), started: a.cfg.Now(), emit: emit,
+	r := &run{a: a, in: in, runID: in.RunID, started: a.cfg.Now(), emit: emit,
 		maxSteps: a.cfg.MaxSteps, maxOut: a.cfg.MaxOutputTokens}
+	if r.runID == "" {
+		r.runID = a.cfg.NewID()
+	}
 	if in.MaxSteps > 0 && in.MaxSteps < r.maxSteps {
 		r.maxSteps = in.MaxSteps
 	}
@@ -219,7 +224,7 @@ func (r *run) send(ev Event) error {
 
 func (r *run) loop(ctx context.Context) (*Result, error) {
 	if err := r.send(RunStarted{RunID: r.runID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
-		Personality: r.in.Personality, TraceID: r.traceID}); err != nil {
+		Personality: r.in.Personality, TraceID: r.traceID, MessageID: r.replyID}); err != nil {
 		return nil, err
 	}
 	for i := 0; i < r.maxSteps; i++ {

@@ -29,13 +29,15 @@ const (
 // model's answer is complete. The run's end is not an event: Run returns.
 type Event interface{ event() }
 
-// RunStarted opens a run.
+// RunStarted opens a run. MessageID is the id the reply will be stored
+// under.
 type RunStarted struct {
 	RunID       string
 	ThreadID    string
 	ResourceID  string
 	Personality Personality
 	TraceID     string
+	MessageID   string
 }
 
 // StepStarted opens step Index. MessageID is the id of the reply the run is

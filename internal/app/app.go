@@ -36,6 +36,7 @@ import (
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/openai"
+	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
 )
@@ -108,6 +109,14 @@ type Config struct {
 	// RedisURL, when set, shares the rate limits of every instance through
 	// Redis.
 	RedisURL Secret
+	// StreamFormat is the stream dialect of requests that name none:
+	// "seed" (or ""), "mastra" or "ai-sdk".
+	StreamFormat string
+	// StreamRetention is how long a streamed run's events stay to be
+	// resumed after it ended; ResumeGrace how long a run goes on after its
+	// last stream broke (0: cancel it at once).
+	StreamRetention time.Duration
+	ResumeGrace     time.Duration
 	// MetricsAddr, when set, serves /metrics on a listener of its own and
 	// not on the API's (cmd/companion opens it).
 	MetricsAddr string
@@ -159,6 +168,8 @@ func Defaults() Config {
 		HistoryWindow:       memory.DefaultWindow,
 		LockWait:            memory.DefaultLockWait,
 		HistoryBytes:        memory.DefaultHistoryBytes,
+		StreamRetention:     httpapi.DefaultStreamRetention,
+		ResumeGrace:         httpapi.DefaultResumeGrace,
 		MaxThreadBytes:      memory.DefaultMaxThreadBytes,
 
 		ModelTimeout:           p.CallTimeout,
@@ -183,8 +194,9 @@ type App struct {
 	store   memory.Store
 	auth    *auth.Authenticator
 	metrics http.Handler
-	// closeLimiter closes the rate limiter's Redis client, if any.
-	closeLimiter func()
+	api     *httpapi.Server
+	// closeShared closes the run log and the Redis client, if any.
+	closeShared func()
 	// draining is set at the start of a shutdown: /ready answers 503.
 	draining atomic.Bool
 }
@@ -289,13 +301,24 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if cfg.MetricsAddr != "" {
 		apiMetrics = nil // served on its own listener only
 	}
-	limiter, closeLimiter, err := newRateLimiter(cfg, log, metrics)
-	if err != nil {
-		store.Close()
-		return nil, err
+	var rdb *redis.Client
+	if cfg.RedisURL != "" {
+		opts, err := limits.ParseRedisURL(string(cfg.RedisURL))
+		if err != nil {
+			store.Close()
+			return nil, fmt.Errorf("the Redis URL: %w", err)
+		}
+		rdb = redis.NewClient(opts)
 	}
-	a.closeLimiter = closeLimiter
-	a.handler = httpapi.NewServer(httpapi.Config{
+	limiter := newRateLimiter(cfg, rdb, log, metrics)
+	runLog := newRunLog(cfg, rdb, log)
+	a.closeShared = func() {
+		_ = runLog.Close()
+		if rdb != nil {
+			_ = rdb.Close()
+		}
+	}
+	a.api = httpapi.NewServer(httpapi.Config{
 		Runner:         mem,
 		Threads:        mem,
 		Ready:          a.ready(mem.Ping),
@@ -303,36 +326,35 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Limits:         cfg.Limits,
 		TracerProvider: tp,
 		// The caller's W3C traceparent, explicitly: no global propagator.
-		Propagator:     propagation.TraceContext{},
-		Observer:       metrics,
-		Metrics:        apiMetrics,
-		Auth:           authn,
-		CORSOrigins:    cfg.CORSOrigins,
-		TrustedProxies: cfg.TrustedProxies,
-		RateLimiter:    limiter,
+		Propagator:      propagation.TraceContext{},
+		Observer:        metrics,
+		Metrics:         apiMetrics,
+		Auth:            authn,
+		CORSOrigins:     cfg.CORSOrigins,
+		TrustedProxies:  cfg.TrustedProxies,
+		RateLimiter:     limiter,
+		StreamFormat:    cfg.StreamFormat,
+		RunLog:          runLog,
+		StreamRetention: cfg.StreamRetention,
+		ResumeGrace:     cfg.ResumeGrace,
 	})
+	a.handler = a.api
 	return a, nil
 }
 
 // newRateLimiter builds the request rate limiter of cfg: none without a
-// rate limit; in process; or shared through Redis, falling back to the
-// in-process one while Redis cannot be reached.
-func newRateLimiter(cfg Config, log *slog.Logger, metrics *telemetry.Metrics) (httpapi.RateLimiter, func(), error) {
-	nothing := func() {}
+// rate limit; in process; or shared through Redis (rdb), falling back to
+// the in-process one while Redis cannot be reached.
+func newRateLimiter(cfg Config, rdb *redis.Client, log *slog.Logger, metrics *telemetry.Metrics) httpapi.RateLimiter {
 	if cfg.RateLimit <= 0 {
-		return nil, nothing, nil
+		return nil
 	}
 	local := limits.NewLocal(cfg.RateLimit)
-	if cfg.RedisURL == "" {
-		return local, nothing, nil
+	if rdb == nil {
+		return local
 	}
-	opts, err := limits.ParseRedisURL(string(cfg.RedisURL))
-	if err != nil {
-		return nil, nil, fmt.Errorf("the Redis URL: %w", err)
-	}
-	client := redis.NewClient(opts)
 	metrics.RateLimitsShared(true)
-	f := limits.NewFallback(limits.NewRedis(client, cfg.RateLimit, limits.DefaultPrefix), local, limits.FallbackOptions{
+	f := limits.NewFallback(limits.NewRedis(rdb, cfg.RateLimit, limits.DefaultPrefix), local, limits.FallbackOptions{
 		OnChange: func(up bool, err error) {
 			metrics.RateLimitsShared(up)
 			if up {
@@ -343,8 +365,29 @@ func newRateLimiter(cfg Config, log *slog.Logger, metrics *telemetry.Metrics) (h
 				slog.String("error", err.Error()))
 		},
 	})
-	log.Info("rate limits shared through Redis", slog.String("redis", opts.Addr), slog.Int("per_minute", cfg.RateLimit))
-	return f, func() { _ = client.Close() }, nil
+	log.Info("rate limits shared through Redis", slog.String("redis", rdb.Options().Addr), slog.Int("per_minute", cfg.RateLimit))
+	return f
+}
+
+// newRunLog is where streamed runs keep their events: in memory, or also
+// in Redis (rdb) so that any instance can resume or cancel them.
+func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) runlog.Log {
+	local := runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.StreamRetention})
+	if rdb == nil {
+		return local
+	}
+	var logged atomic.Int64
+	return runlog.NewRedis(rdb, local, runlog.RedisOptions{
+		MaxRunTime: cfg.Limits.MaxRunDuration,
+		OnError: func(err error) {
+			// At most a line a minute: an outage must not flood the log.
+			now := time.Now().Unix()
+			if last := logged.Load(); now-last >= 60 && logged.CompareAndSwap(last, now) {
+				log.Warn("run events could not be written to Redis: streams are resumable on this instance only until it answers",
+					slog.String("error", err.Error()))
+			}
+		},
+	})
 }
 
 // ready is the readiness check: not ready from the start of a shutdown,
@@ -374,7 +417,7 @@ func (a *App) Close() error {
 		errs = append(errs, fmt.Errorf("flushing spans: %w", err))
 	}
 	a.auth.Close()
-	a.closeLimiter()
+	a.closeShared()
 	return errors.Join(errs...)
 }
 
@@ -580,13 +623,22 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 	a.log.Info("shutting down", slog.Duration("grace", a.cfg.ShutdownGrace))
 	graceCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(graceCtx); err != nil {
+	err := srv.Shutdown(graceCtx)
+	if err == nil {
+		// Streamed runs whose connections are gone may still be going,
+		// waiting to be resumed; they too get the grace period.
+		err = a.api.WaitRuns(graceCtx)
+	}
+	if err != nil {
 		// Grace is over: cancel the runs, give their streams a moment to
-		// write their terminal events, then close what remains.
+		// write their terminal events, then close what remains. Streamed
+		// runs go first: their streams must still be open to say so.
 		a.log.Warn("grace period over: cancelling in-flight runs")
-		cancelRuns()
 		closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
+		a.api.CancelRuns()
+		_ = a.api.WaitRuns(closeCtx)
+		cancelRuns()
 		if err := srv.Shutdown(closeCtx); err != nil {
 			_ = srv.Close()
 		}

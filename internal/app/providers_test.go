@@ -46,7 +46,7 @@ var providers = []provider{
 }
 
 // start runs the service on p's fake with opts and short retry delays.
-func (p provider) start(t *testing.T, opts upstream.Options) (*apptest.Service, *upstream.Core) {
+func (p provider) start(t *testing.T, opts upstream.Options, configure ...func(*app.Config)) (*apptest.Service, *upstream.Core) {
 	t.Helper()
 	h, core := p.fake(opts)
 	srv := httptest.NewServer(h)
@@ -54,6 +54,9 @@ func (p provider) start(t *testing.T, opts upstream.Options) (*apptest.Service, 
 	svc := apptest.Start(t, func(cfg *app.Config) {
 		p.configure(cfg, srv.URL)
 		cfg.ModelRetryDelay, cfg.ModelRetryBudget, cfg.ModelFirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 500*time.Millisecond
+		for _, c := range configure {
+			c(cfg)
+		}
 	})
 	return svc, core
 }
@@ -172,7 +175,9 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			// The fake stalls after a few tokens, still answering when the
 			// client goes.
-			svc, core := p.start(t, upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}})
+			// Without a grace period to resume in, a broken stream cancels its run.
+			svc, core := p.start(t, upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}},
+				func(cfg *app.Config) { cfg.ResumeGrace = 0 })
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, svc.URL+streamPath, strings.NewReader(request("t1", "How do I start my day well?")))

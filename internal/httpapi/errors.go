@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
@@ -110,12 +111,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Code == apperr.MethodNotAllowed {
 		w.Header().Set("Allow", allowedMethods(s.router, r.URL.Path))
 	}
-	// A provider that asked us to wait asks the client the same.
-	if me := (*model.Error)(nil); errors.As(err, &me) && me.RetryAfter > 0 && status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(me.RetryAfter.Seconds()))))
+	if d := retryAfterOf(err, ae); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 	}
+	writeJSON(w, status, errorBody(ae.Message))
+}
+
+func errorBody(message string) api.ErrorBody { return api.ErrorBody{Error: message} }
+
+// retryAfterOf is how long the client should wait before trying again, or
+// 0: what the error says, or what a provider that asked us to wait said.
+func retryAfterOf(err error, ae *apperr.Error) time.Duration {
 	if ae.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(ae.RetryAfter.Seconds()))))
+		return ae.RetryAfter
 	}
-	writeJSON(w, status, api.ErrorBody{Error: ae.Message})
+	if me := (*model.Error)(nil); errors.As(err, &me) && me.RetryAfter > 0 && statusOf(ae.Code) == http.StatusServiceUnavailable {
+		return me.RetryAfter
+	}
+	return 0
 }

@@ -135,25 +135,23 @@ func FuzzSSEWriter(f *testing.F) {
 	f.Add("", "\u2028\u2029</script>", "r")
 	f.Fuzz(func(t *testing.T, a, b, runID string) {
 		rec := httptest.NewRecorder()
-		w, err := newEventWriter(rec, httptest.NewRequest("POST", "/", nil))
+		w, err := newFrameWriter(rec, httptest.NewRequest("POST", "/", nil), newDialect(FormatSeed, runID))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent := []api.Event{
-			{Type: api.EventStart, RunID: runID, Payload: api.StartPayload{AgentID: api.AgentID, ThreadID: a, ResourceID: b}},
-			{Type: api.EventText, RunID: runID, Text: a},
-			{Type: api.EventToolCallDelta, RunID: runID, Payload: api.ToolCallDeltaPayload{ArgsTextDelta: b, ToolCallID: a, ToolName: "weatherTool"}},
-			{Type: api.EventText, RunID: runID, Text: b},
-			{Type: api.EventError, RunID: runID, Error: &api.StreamError{Message: a + b, Code: api.CodeToolError}},
-			{Type: api.EventRunFinish, RunID: runID, Payload: api.RunFinishPayload{FinishReason: api.FinishStop}},
+		records := []record{
+			{Start: &agent.RunStarted{RunID: runID, ThreadID: a, ResourceID: b}},
+			{Text: &agent.TextDelta{Text: a}},
+			{InputDelta: &agent.ToolInputDelta{Delta: b, CallID: a, Tool: "weatherTool"}},
+			{Text: &agent.TextDelta{Text: b}},
+			{Failed: &runFailed{Message: a + b, Code: api.CodeModelError}},
+			{Finished: &runFinished{Reason: "error"}},
 		}
-		for _, ev := range sent {
-			if err := w.emit(ev); err != nil {
+		sent := []string{api.EventStart, api.EventText, api.EventToolCallDelta, api.EventText, api.EventError, api.EventRunFinish}
+		for i := range records {
+			if err := w.write(int64(i+1), &records[i]); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if err := w.commit(); err != nil {
-			t.Fatal(err)
 		}
 		got, err := apitest.ReadSSE(rec.Body)
 		if err != nil {
@@ -177,8 +175,8 @@ func FuzzSSEWriter(f *testing.F) {
 			return b.String()
 		}
 		for i, ev := range got {
-			if ev.Type != sent[i].Type || ev.RunID != valid(runID) {
-				t.Fatalf("event %d is %s of run %q, wrote %s of %q", i, ev.Type, ev.RunID, sent[i].Type, runID)
+			if ev.Type != sent[i] || ev.RunID != valid(runID) {
+				t.Fatalf("event %d is %s of run %q, wrote %s of %q", i, ev.Type, ev.RunID, sent[i], runID)
 			}
 		}
 		if apitest.Text(got) != valid(a)+valid(b) {

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/runlog"
 )
 
 // handleHealth serves GET /health: the process is up and serving.
@@ -84,13 +88,62 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 }
 
 // handleStream serves POST /api/agents/{agentId}/stream: the run as
-// Server-Sent Events. Errors before the first event get a status and a JSON
-// body; after it they are error events, and the stream always ends with
-// run-finish.
+// Server-Sent Events, in the dialect the request asks for (X-Stream-Format:
+// seed, mastra or ai-sdk). Errors before the model produced anything get a
+// status and a JSON body; after it they are in-band, and the stream always
+// ends with its dialect's terminal frames. The run goes on when the
+// connection breaks, for -resume-grace, so that a client can resume it.
 func (s *Server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		arrived := time.Now()
 		in, err := s.decodeRunRequest(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.stream(w, r, in, "")
+	}
+}
+
+// stream starts in as a streamed run and follows it in format (the
+// request's own when "").
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, in agent.Input, format string) {
+	var err error
+	if format == "" {
+		if format, err = s.streamFormat(r); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	release, err := s.admitStream()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
+	runID, err := s.startRun(r, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.followRun(w, r, runID, 0, newDialect(format, runID), true)
+}
+
+// handleResume serves GET /api/agents/{agentId}/runs/{runId}/stream: the
+// run's events after the request's Last-Event-ID (all of them without
+// one), live until the run ends; for -stream-retention after it.
+func (s *Server) handleResume() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		runID, err := s.ownedRun(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		after, err := lastEventID(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		format, err := s.streamFormat(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -101,47 +154,86 @@ func (s *Server) handleStream() http.HandlerFunc {
 			return
 		}
 		defer release()
-		ew, err := newEventWriter(w, r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		s.obs.StreamOpened()
-		defer s.obs.StreamClosed()
-		ew.onFirst = func() { s.obs.StreamFirstEvent(time.Since(arrived)) }
-		ew.onFirstText = func() { s.obs.StreamFirstText(time.Since(arrived)) }
-		defer func() {
-			if p := recover(); p != nil {
-				if !ew.committed {
-					panic(p) // recoverPanics answers 500
-				}
-				s.logPanic(r, p)
-				ew.abort("internal server error: the details are in the server log")
-			}
-		}()
-		ctx, cancel := s.runContext(r)
-		defer cancel()
-		res, err := s.cfg.Runner.Run(ctx, in, ew.Emit)
-		s.countQuota(err)
-		if err != nil && !ew.committed {
-			// Nothing but the held opening events: a real status.
-			s.writeError(w, r, err)
-			return
-		}
-		var werr error
-		if err != nil {
-			s.log.LogAttrs(r.Context(), levelOf(err), "stream ended with an error", errAttr(err))
-			werr = ew.fail(inBand(err))
-		} else {
-			werr = ew.finish(res.FinishReason)
-		}
-		if werr == nil {
-			werr = ew.commit()
-		}
-		if werr != nil {
-			s.log.LogAttrs(r.Context(), levelOf(werr), "stream write failed", errAttr(werr))
-		}
+		s.followRun(w, r, runID, after, newDialect(format, runID), false)
 	}
+}
+
+// handleCancel serves POST /api/agents/{agentId}/runs/{runId}/cancel: the
+// run stops at once, on whichever instance runs it; its streams end with
+// an error event (CANCELLED) and run-finish.
+func (s *Server) handleCancel() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		runID, err := s.ownedRun(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.runs.log.Cancel(r.Context(), runID); err != nil {
+			s.writeError(w, r, s.runErr(runID, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"runId": runID, "cancelled": true})
+	}
+}
+
+// ownedRun is the {runId} of a runs route, once the request's resource
+// owns it: the resource the run was started for.
+func (s *Server) ownedRun(r *http.Request) (string, error) {
+	if err := agentID(chi.URLParam(r, "agentId")); err != nil {
+		return "", err
+	}
+	runID := chi.URLParam(r, "runId")
+	if runID == "" || !utf8.ValidString(runID) || len(runID) > 128 {
+		return "", apperr.New(apperr.Invalid, "runId must be a run's id, as the stream's events give it")
+	}
+	q := r.URL.Query()
+	if err := strictQuery(q, "resourceId", "resourceid", "agentId"); err != nil {
+		return "", err
+	}
+	rid, err := s.resourceParam(r.Context(), q, false)
+	if err != nil {
+		return "", err
+	}
+	meta, err := s.runs.log.Meta(r.Context(), runID)
+	if err != nil {
+		return "", s.runErr(runID, err)
+	}
+	switch {
+	case meta.ResourceID == rid:
+		return runID, nil
+	case rid == "":
+		return "", apperr.New(apperr.Forbidden, "run %q belongs to a resource: send its resourceId", clip(runID))
+	}
+	return "", apperr.New(apperr.Forbidden, "run %q belongs to another resource", clip(runID))
+}
+
+func (s *Server) runErr(runID string, err error) error {
+	if errors.Is(err, runlog.ErrNotFound) {
+		return apperr.Wrap(apperr.NotFound, err, "run %q not found: it never ran, or it ended more than %s ago", clip(runID), s.cfg.StreamRetention)
+	}
+	return apperr.Wrap(apperr.Unavailable, err, "the run's log could not be read: the details are in the server log")
+}
+
+// lastEventID is the id after which a resumed stream starts: the
+// Last-Event-ID header, 0 without one.
+func lastEventID(r *http.Request) (int64, error) {
+	vs := r.Header.Values("Last-Event-Id")
+	switch len(vs) {
+	case 0:
+		return 0, nil
+	case 1:
+	default:
+		return 0, apperr.New(apperr.Invalid, "send one Last-Event-ID header, not %d", len(vs))
+	}
+	v := strings.TrimSpace(vs[0])
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, apperr.New(apperr.Invalid, "Last-Event-ID must be the id of a stream event, a whole number, not %q", clip(v))
+	}
+	return n, nil
 }
 
 // runContext is the context of a run: the request's, ended after the

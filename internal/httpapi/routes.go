@@ -32,6 +32,9 @@ func (s *Server) routes() chi.Router {
 		r.Use(s.limitAddress, s.authenticate)
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
+		r.With(s.requireJSON).Post("/api/agents/{agentId}/chat", s.handleChat())
+		r.Get("/api/agents/{agentId}/runs/{runId}/stream", s.handleResume())
+		r.Post("/api/agents/{agentId}/runs/{runId}/cancel", s.handleCancel())
 		if s.cfg.Metrics != nil {
 			r.Method(http.MethodGet, metricsPath, s.cfg.Metrics)
 		}

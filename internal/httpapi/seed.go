@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"net/http"
+
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 )
@@ -41,4 +43,30 @@ func seedEvent(runID string, ev agent.Event) api.Event {
 		out.Payload = api.StepFinishPayload{StepIndex: e.Index, StepType: string(e.Kind), FinishReason: e.FinishReason, Usage: usageOf(e.Usage)}
 	}
 	return out
+}
+
+// seedDialect writes the seed's events: one frame per record, with the
+// record's id.
+type seedDialect struct{ runID string }
+
+func (*seedDialect) headers(http.Header) {}
+func (*seedDialect) ids() bool           { return true }
+func (*seedDialect) trailer() string     { return "" }
+
+func (d *seedDialect) frames(rec *record, out []frame) []frame {
+	switch {
+	case rec.Start != nil:
+		d.runID = rec.Start.RunID
+	case rec.Failed != nil:
+		return append(out, frame{v: api.Event{Type: api.EventError, RunID: d.runID, Error: &api.StreamError{Message: rec.Failed.Message, Code: rec.Failed.Code}}})
+	case rec.Finished != nil:
+		return append(out, frame{v: api.Event{Type: api.EventRunFinish, RunID: d.runID,
+			Payload: api.RunFinishPayload{FinishReason: rec.Finished.Reason, Usage: usageOf(rec.Finished.Usage)}}})
+	}
+	ev := rec.event()
+	if ev == nil {
+		return out
+	}
+	_, text := ev.(agent.TextDelta)
+	return append(out, frame{v: seedEvent(d.runID, ev), text: text})
 }

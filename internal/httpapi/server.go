@@ -22,6 +22,7 @@ import (
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/requestid"
+	"github.com/companionhq/companion/internal/runlog"
 )
 
 // Runner runs one turn of a thread: the agent, with the thread's memory.
@@ -170,7 +171,25 @@ type Config struct {
 	// RateLimiter, when set, limits the requests of each client address
 	// and each resource (keys "addr:..." and "resource:...").
 	RateLimiter RateLimiter
+	// StreamFormat is the stream dialect of requests that name none
+	// (X-Stream-Format): FormatSeed (""), FormatMastra or FormatAISDK.
+	StreamFormat string
+	// RunLog keeps streamed runs' events, for streams to follow and
+	// resume; nil keeps them in memory for StreamRetention.
+	RunLog runlog.Log
+	// StreamRetention is how long a run's events stay to be resumed after
+	// it ended (with the in-memory log); 0 means DefaultStreamRetention.
+	StreamRetention time.Duration
+	// ResumeGrace is how long a run goes on after its last stream broke,
+	// waiting to be resumed; 0 cancels it when its stream breaks.
+	ResumeGrace time.Duration
 }
+
+// Defaults of resumable streams.
+const (
+	DefaultStreamRetention = 5 * time.Minute
+	DefaultResumeGrace     = 30 * time.Second
+)
 
 // Server is the API's http.Handler.
 type Server struct {
@@ -181,6 +200,7 @@ type Server struct {
 	handler http.Handler
 	// streams holds a token per open stream, Limits.MaxStreams at most.
 	streams chan struct{}
+	runs    *runs
 }
 
 // NewServer returns the API handler.
@@ -198,7 +218,14 @@ func NewServer(cfg Config) *Server {
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, streams: make(chan struct{}, cfg.Limits.MaxStreams)}
+	if cfg.StreamRetention <= 0 {
+		cfg.StreamRetention = DefaultStreamRetention
+	}
+	if cfg.RunLog == nil {
+		cfg.RunLog = runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.StreamRetention})
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, streams: make(chan struct{}, cfg.Limits.MaxStreams),
+		runs: newRuns(cfg.RunLog, cfg.ResumeGrace)}
 	s.router = s.routes()
 	// The server span is named after the route once routing has found it
 	// (see observeRequests); scrapes of /metrics make no spans.

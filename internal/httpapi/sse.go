@@ -5,147 +5,160 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/companionhq/companion/internal/agent"
-	"github.com/companionhq/companion/internal/api"
-	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/apperr"
 )
 
-// eventWriter writes a run's events as Server-Sent Events, one
-// `data: {json}` frame per event, flushed per event.
-//
-// It holds back the opening events (start, step-start) until the model has
-// produced something: a run that fails before that, because its input is
-// refused or the model is unreachable, still gets a real HTTP status and a
-// JSON error body instead of a stream. The run's own terminal events (error,
-// run-finish) are held too while nothing has been sent, for the same reason.
-type eventWriter struct {
+// dialect turns a run's records into the frames one kind of client reads.
+// A dialect may keep state across records (an open text block): a stream
+// that resumes after an id first feeds it the records before the id.
+type dialect interface {
+	// headers adds the dialect's response headers.
+	headers(h http.Header)
+	// frames appends the frames of rec to out.
+	frames(rec *record, out []frame) []frame
+	// ids reports whether frames carry their record's id (SSE id:).
+	ids() bool
+	// trailer is a data frame written after the run's end, or "".
+	trailer() string
+}
+
+// frame is one SSE data frame: a JSON value.
+type frame struct {
+	v any
+	// text marks a frame of the reply's text (time to first text).
+	text bool
+}
+
+// Stream formats: the X-Stream-Format header, or the server's default.
+const (
+	FormatSeed   = "seed"
+	FormatMastra = "mastra"
+	FormatAISDK  = "ai-sdk"
+)
+
+// streamFormat is the dialect a request asks for: its X-Stream-Format
+// header, else the server's default.
+func (s *Server) streamFormat(r *http.Request) (string, error) {
+	vs := r.Header.Values("X-Stream-Format")
+	if len(vs) > 1 {
+		return "", apperr.New(apperr.Invalid, "send one X-Stream-Format header, not %d", len(vs))
+	}
+	f := s.cfg.StreamFormat
+	if len(vs) == 1 {
+		f = strings.ToLower(strings.TrimSpace(vs[0]))
+	}
+	switch f {
+	case "", FormatSeed:
+		return FormatSeed, nil
+	case FormatMastra, FormatAISDK:
+		return f, nil
+	}
+	return "", apperr.New(apperr.Invalid, "X-Stream-Format %q is not known: use seed, mastra or ai-sdk", clip(f))
+}
+
+func newDialect(format, runID string) dialect {
+	switch format {
+	case FormatMastra:
+		return &mastraDialect{runID: runID}
+	case FormatAISDK:
+		return &aisdkDialect{}
+	}
+	return &seedDialect{runID: runID}
+}
+
+// frameWriter writes a run's frames as Server-Sent Events, flushed per
+// record.
+type frameWriter struct {
 	w       http.ResponseWriter
 	session *sse.Session
-	// buf and enc encode each event, reused from one to the next.
-	buf   bytes.Buffer
-	enc   *json.Encoder
-	held  []api.Event
-	runID string
-	// usage sums the usage of the steps finished so far.
-	usage model.Usage
-	// committed is set once headers are out: errors must go in-band.
+	d       dialect
+	buf     bytes.Buffer
+	enc     *json.Encoder
+	frames  []frame
+	// committed is set once the headers are out.
 	committed bool
-	// finished is set once a run-finish went out.
-	finished bool
-	// onFirst is called once, when the first event is written, and
-	// onFirstText when the first text event is.
+	// onFirst is called once, when the first frame is written, and
+	// onFirstText when the first text frame is.
 	onFirst, onFirstText func()
 }
 
-func newEventWriter(w http.ResponseWriter, r *http.Request) (*eventWriter, error) {
+func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect) (*frameWriter, error) {
 	s, err := sse.Upgrade(w, r)
 	if err != nil {
 		return nil, fmt.Errorf("streaming is not supported by this connection: %w", err)
 	}
-	e := &eventWriter{w: w, session: s}
-	e.enc = newEncoder(&e.buf)
-	return e, nil
+	f := &frameWriter{w: w, session: s, d: d}
+	f.enc = newEncoder(&f.buf)
+	return f, nil
 }
 
-// Emit is the run's agent.Emit: it writes ev in the seed dialect.
-func (e *eventWriter) Emit(ev agent.Event) error {
-	switch ev := ev.(type) {
-	case agent.RunStarted:
-		e.runID = ev.RunID
-	case agent.StepFinished:
-		e.usage = e.usage.Add(ev.Usage)
+// commit sets the stream's headers; they go out with the first frame.
+func (f *frameWriter) commit() {
+	if f.committed {
+		return
 	}
-	return e.emit(seedEvent(e.runID, ev))
-}
-
-// finish ends the stream of a run that finished: run-finish.
-func (e *eventWriter) finish(reason string) error {
-	return e.emit(api.Event{Type: api.EventRunFinish, RunID: e.runID, Payload: api.RunFinishPayload{FinishReason: reason, Usage: usageOf(e.usage)}})
-}
-
-// fail ends the stream of a run that failed after it started: an error
-// event, then run-finish.
-func (e *eventWriter) fail(se api.StreamError) error {
-	if err := e.emit(api.Event{Type: api.EventError, RunID: e.runID, Error: &se}); err != nil {
-		return err
-	}
-	return e.emit(api.Event{Type: api.EventRunFinish, RunID: e.runID, Payload: api.RunFinishPayload{FinishReason: api.FinishError, Usage: usageOf(e.usage)}})
-}
-
-func (e *eventWriter) emit(ev api.Event) error {
-	if !e.committed {
-		switch ev.Type {
-		case api.EventStart, api.EventStepStart, api.EventError, api.EventRunFinish:
-			e.held = append(e.held, ev)
-			return nil
-		}
-	}
-	if !e.committed {
-		if err := e.commit(); err != nil {
-			return err
-		}
-	}
-	return e.write(ev)
-}
-
-// commit sends the headers and the held events. The handler calls it at the
-// end of a successful run that had nothing but held events.
-func (e *eventWriter) commit() error {
-	if e.committed {
-		return nil
-	}
-	h := e.w.Header()
+	h := f.w.Header()
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Connection", "keep-alive")
-	e.committed = true
-	held := e.held
-	e.held = nil
-	for _, ev := range held {
-		if err := e.write(ev); err != nil {
+	f.d.headers(h)
+	f.committed = true
+}
+
+// skip feeds rec to the dialect without writing it: a resumed stream's
+// records before its id.
+func (f *frameWriter) skip(rec *record) { f.frames = f.d.frames(rec, f.frames[:0]) }
+
+// write writes rec's frames, with id seq when the dialect carries ids.
+func (f *frameWriter) write(seq int64, rec *record) error {
+	f.commit()
+	f.frames = f.d.frames(rec, f.frames[:0])
+	if len(f.frames) == 0 {
+		return nil
+	}
+	for _, fr := range f.frames {
+		f.buf.Reset()
+		if err := f.enc.Encode(fr.v); err != nil {
+			return fmt.Errorf("encoding a frame: %w", err)
+		}
+		var m sse.Message
+		if f.d.ids() {
+			m.ID = sse.ID(strconv.FormatInt(seq, 10))
+		}
+		m.AppendData(string(bytes.TrimSuffix(f.buf.Bytes(), []byte("\n"))))
+		if err := f.session.Send(&m); err != nil {
 			return err
 		}
+		if fr.text && f.onFirstText != nil {
+			f.onFirstText()
+			f.onFirstText = nil
+		}
+	}
+	if err := f.session.Flush(); err != nil {
+		return err
+	}
+	if f.onFirst != nil {
+		f.onFirst()
+		f.onFirst = nil
 	}
 	return nil
 }
 
-func (e *eventWriter) write(ev api.Event) error {
-	e.buf.Reset()
-	if err := e.enc.Encode(ev); err != nil {
-		return fmt.Errorf("encoding %s event: %w", ev.Type, err)
+// end writes the dialect's trailer after the run's end.
+func (f *frameWriter) end() error {
+	t := f.d.trailer()
+	if t == "" {
+		return nil
 	}
 	var m sse.Message
-	m.AppendData(string(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))))
-	if err := e.session.Send(&m); err != nil {
+	m.AppendData(t)
+	if err := f.session.Send(&m); err != nil {
 		return err
 	}
-	if err := e.session.Flush(); err != nil {
-		return err
-	}
-	if e.onFirst != nil {
-		e.onFirst()
-		e.onFirst = nil
-	}
-	if ev.Type == api.EventText && e.onFirstText != nil {
-		e.onFirstText()
-		e.onFirstText = nil
-	}
-	if ev.Type == api.EventRunFinish {
-		e.finished = true
-	}
-	return nil
-}
-
-// abort ends a committed stream that broke off without its terminal frame
-// (a panic): an error event, then run-finish, so clients never see a silent
-// cut.
-func (e *eventWriter) abort(message string) {
-	if !e.committed || e.finished {
-		return
-	}
-	_ = e.write(api.Event{Type: api.EventError, RunID: e.runID, Error: &api.StreamError{Message: message, Code: api.CodeInternal}})
-	_ = e.write(api.Event{Type: api.EventRunFinish, RunID: e.runID, Payload: api.RunFinishPayload{FinishReason: api.FinishError}})
+	return f.session.Flush()
 }

@@ -351,7 +351,7 @@ func TestBusyThread(t *testing.T) {
 		}
 		defer res.Body.Close()
 		rd := bufio.NewReader(res.Body)
-		if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: ") {
+		if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: 1") {
 			t.Fatalf("first event: %q %v", line, err)
 		}
 		status, b := c.do("POST", generatePath, reqBody("t", "r", user("Are you there?")))
@@ -437,7 +437,8 @@ func TestNothingNewToAnswer(t *testing.T) {
 // answers both.
 func TestDisconnectMidStream(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond })
+		// Without a grace period to resume in, a broken stream cancels its run.
+		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond; c.ResumeGrace = 0 })
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "POST", c.URL+streamPath, strings.NewReader(reqBody("t", "r", user("Tell me a long story."))))
 		req.Header.Set("Content-Type", "application/json")

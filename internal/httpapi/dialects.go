@@ -1,0 +1,257 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// mastraDialect writes Mastra 0.24's chunks, as its own server sends them
+// and @mastra/client-js reads them: {"type", "runId", "from": "AGENT",
+// "payload"}; text in text-start/-delta/-end blocks; a step-finish and a
+// finish with stepResult (reason, isContinued) and the usage; a tool
+// failure as a tool-result (Mastra's client throws on an error chunk);
+// then data: [DONE]. It carries no SSE ids: the client drops a frame that
+// has one.
+type mastraDialect struct {
+	runID     string
+	messageID string
+	// textID is the open text block's id, "" when none is open; blocks
+	// counts them.
+	textID string
+	blocks int
+	// text and calls are the run's text and tool calls so far, for the
+	// finish chunk's output.
+	text  []byte
+	calls []mastraCall
+	step  model.Usage
+}
+
+type mastraChunk struct {
+	Type    string `json:"type"`
+	RunID   string `json:"runId"`
+	From    string `json:"from"`
+	Payload any    `json:"payload"`
+}
+
+type mastraCall struct {
+	ToolCallID string          `json:"toolCallId"`
+	ToolName   string          `json:"toolName"`
+	Args       json.RawMessage `json:"args"`
+}
+
+type mastraStepResult struct {
+	Reason      string `json:"reason"`
+	IsContinued bool   `json:"isContinued"`
+}
+
+type mastraUsage struct {
+	InputTokens       int `json:"inputTokens"`
+	OutputTokens      int `json:"outputTokens"`
+	TotalTokens       int `json:"totalTokens"`
+	ReasoningTokens   int `json:"reasoningTokens"`
+	CachedInputTokens int `json:"cachedInputTokens"`
+}
+
+func mastraUsageOf(u model.Usage) mastraUsage { return mastraUsage(usageOf(u)) }
+
+type mastraOutput struct {
+	Text      string       `json:"text"`
+	ToolCalls []mastraCall `json:"toolCalls"`
+	Usage     mastraUsage  `json:"usage"`
+}
+
+type mastraFinish struct {
+	MessageID  string           `json:"messageId"`
+	StepResult mastraStepResult `json:"stepResult"`
+	Metadata   map[string]any   `json:"metadata"`
+	Output     mastraOutput     `json:"output"`
+	// Usage and TotalUsage repeat output.usage: the client reads usage
+	// from payload.usage on finish.
+	Usage      *mastraUsage `json:"usage,omitempty"`
+	TotalUsage *mastraUsage `json:"totalUsage,omitempty"`
+}
+
+// mastraReason is a finish reason in Mastra's (the AI SDK's) words.
+func mastraReason(r string) string {
+	switch r {
+	case model.FinishToolCalls:
+		return "tool-calls"
+	case "content_filter":
+		return "content-filter"
+	case model.FinishStop, model.FinishLength, model.FinishError:
+		return r
+	}
+	return "other"
+}
+
+func (*mastraDialect) headers(http.Header) {}
+func (*mastraDialect) ids() bool           { return false }
+func (*mastraDialect) trailer() string     { return "[DONE]" }
+
+func (d *mastraDialect) chunk(typ string, payload any) frame {
+	return frame{v: mastraChunk{Type: typ, RunID: d.runID, From: "AGENT", Payload: payload}}
+}
+
+func (d *mastraDialect) endText(out []frame) []frame {
+	if d.textID == "" {
+		return out
+	}
+	out = append(out, d.chunk("text-end", map[string]string{"type": "text-end", "id": d.textID}))
+	d.textID = ""
+	return out
+}
+
+func (d *mastraDialect) frames(rec *record, out []frame) []frame {
+	switch {
+	case rec.Start != nil:
+		d.messageID = rec.Start.MessageID
+		return append(out, d.chunk("start", map[string]string{"id": agent.Name}))
+	case rec.StepStart != nil:
+		d.messageID = rec.StepStart.MessageID
+		return append(out, d.chunk("step-start", map[string]any{"messageId": d.messageID, "request": map[string]any{}, "warnings": []any{}}))
+	case rec.Text != nil:
+		if d.textID == "" {
+			d.textID = strconv.Itoa(d.blocks)
+			d.blocks++
+			out = append(out, d.chunk("text-start", map[string]string{"id": d.textID}))
+		}
+		d.text = append(d.text, rec.Text.Text...)
+		f := d.chunk("text-delta", map[string]string{"id": d.textID, "text": rec.Text.Text})
+		f.text = true
+		return append(out, f)
+	case rec.InputStart != nil:
+		out = d.endText(out)
+		return append(out, d.chunk("tool-call-input-streaming-start", map[string]string{"toolCallId": rec.InputStart.CallID, "toolName": rec.InputStart.Tool}))
+	case rec.InputDelta != nil:
+		e := rec.InputDelta
+		return append(out, d.chunk("tool-call-delta", map[string]string{"argsTextDelta": e.Delta, "toolCallId": e.CallID, "toolName": e.Tool}))
+	case rec.InputEnd != nil:
+		return append(out, d.chunk("tool-call-input-streaming-end", map[string]string{"toolCallId": rec.InputEnd.CallID}))
+	case rec.Call != nil:
+		c := mastraCall{ToolCallID: rec.Call.Call.ID, ToolName: rec.Call.Call.Name, Args: rec.Call.Call.Args}
+		d.calls = append(d.calls, c)
+		return append(out, d.chunk("tool-call", c))
+	case rec.Returned != nil:
+		r := rec.Returned.Result
+		p := map[string]any{"toolCallId": r.CallID, "toolName": r.Tool, "result": r.Output}
+		for _, c := range d.calls {
+			if c.ToolCallID == r.CallID {
+				p["args"] = c.Args
+			}
+		}
+		if r.Failed() {
+			p["isError"] = true
+		}
+		return append(out, d.chunk("tool-result", p))
+	case rec.StepFinish != nil:
+		e := rec.StepFinish
+		out = d.endText(out)
+		reason := mastraReason(e.FinishReason)
+		return append(out, d.chunk("step-finish", mastraFinish{MessageID: d.messageID,
+			StepResult: mastraStepResult{Reason: reason, IsContinued: reason == "tool-calls"},
+			Metadata:   map[string]any{}, Output: d.output(e.Usage)}))
+	case rec.Failed != nil:
+		out = d.endText(out)
+		return append(out, d.chunk("error", map[string]any{"error": map[string]string{"message": rec.Failed.Message, "code": rec.Failed.Code}}))
+	case rec.Finished != nil:
+		out = d.endText(out)
+		u := mastraUsageOf(rec.Finished.Usage)
+		return append(out, d.chunk("finish", mastraFinish{MessageID: d.messageID,
+			StepResult: mastraStepResult{Reason: mastraReason(rec.Finished.Reason)},
+			Metadata:   map[string]any{}, Output: d.output(rec.Finished.Usage), Usage: &u, TotalUsage: &u}))
+	}
+	return out
+}
+
+func (d *mastraDialect) output(u model.Usage) mastraOutput {
+	calls := d.calls
+	if calls == nil {
+		calls = []mastraCall{}
+	}
+	return mastraOutput{Text: string(d.text), ToolCalls: calls, Usage: mastraUsageOf(u)}
+}
+
+// aisdkDialect writes the AI SDK's UI message stream (protocol v1), which
+// useChat, DefaultChatTransport and readUIMessageStream read: start,
+// start-step, text-start/-delta/-end, tool-input-start/-delta/-available,
+// tool-output-available or -error, finish-step, finish, then [DONE].
+type aisdkDialect struct {
+	textID string
+	blocks int
+}
+
+func (*aisdkDialect) headers(h http.Header) { h.Set("X-Vercel-Ai-Ui-Message-Stream", "v1") }
+func (*aisdkDialect) ids() bool             { return true }
+func (*aisdkDialect) trailer() string       { return "[DONE]" }
+
+type aisdkChunk map[string]any
+
+// aisdkReason is a finish reason in the AI SDK's words.
+func aisdkReason(r string) string {
+	switch r {
+	case model.FinishToolCalls:
+		return "tool-calls"
+	case "content_filter":
+		return "content-filter"
+	case model.FinishStop, model.FinishLength, model.FinishError:
+		return r
+	}
+	return "other"
+}
+
+func (d *aisdkDialect) endText(out []frame) []frame {
+	if d.textID == "" {
+		return out
+	}
+	out = append(out, frame{v: aisdkChunk{"type": "text-end", "id": d.textID}})
+	d.textID = ""
+	return out
+}
+
+func (d *aisdkDialect) frames(rec *record, out []frame) []frame {
+	switch {
+	case rec.Start != nil:
+		c := aisdkChunk{"type": "start"}
+		if rec.Start.MessageID != "" {
+			c["messageId"] = rec.Start.MessageID
+		}
+		return append(out, frame{v: c})
+	case rec.StepStart != nil:
+		return append(out, frame{v: aisdkChunk{"type": "start-step"}})
+	case rec.Text != nil:
+		if d.textID == "" {
+			d.textID = "text-" + strconv.Itoa(d.blocks)
+			d.blocks++
+			out = append(out, frame{v: aisdkChunk{"type": "text-start", "id": d.textID}})
+		}
+		return append(out, frame{v: aisdkChunk{"type": "text-delta", "id": d.textID, "delta": rec.Text.Text}, text: true})
+	case rec.InputStart != nil:
+		out = d.endText(out)
+		return append(out, frame{v: aisdkChunk{"type": "tool-input-start", "toolCallId": rec.InputStart.CallID, "toolName": rec.InputStart.Tool}})
+	case rec.InputDelta != nil:
+		return append(out, frame{v: aisdkChunk{"type": "tool-input-delta", "toolCallId": rec.InputDelta.CallID, "inputTextDelta": rec.InputDelta.Delta}})
+	case rec.Call != nil:
+		c := rec.Call.Call
+		return append(out, frame{v: aisdkChunk{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Name, "input": c.Args}})
+	case rec.Returned != nil:
+		r := rec.Returned.Result
+		if r.Failed() {
+			return append(out, frame{v: aisdkChunk{"type": "tool-output-error", "toolCallId": r.CallID, "errorText": r.Error}})
+		}
+		return append(out, frame{v: aisdkChunk{"type": "tool-output-available", "toolCallId": r.CallID, "output": r.Output}})
+	case rec.StepFinish != nil:
+		out = d.endText(out)
+		return append(out, frame{v: aisdkChunk{"type": "finish-step"}})
+	case rec.Failed != nil:
+		out = d.endText(out)
+		return append(out, frame{v: aisdkChunk{"type": "error", "errorText": rec.Failed.Message}})
+	case rec.Finished != nil:
+		out = d.endText(out)
+		return append(out, frame{v: aisdkChunk{"type": "finish", "finishReason": aisdkReason(rec.Finished.Reason)}})
+	}
+	return out
+}

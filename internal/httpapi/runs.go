@@ -1,0 +1,367 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/runlog"
+)
+
+// A streamed run is a log, and a stream is a reader of it: the run goes on
+// in a goroutine of its own, appending each domain event to the run's log
+// (internal/runlog) under a gap-free id, then the run's end; every
+// connection that streams the run follows the log after an id and writes
+// the records it reads in its dialect. A connection that breaks can be
+// resumed (GET .../runs/{runId}/stream with Last-Event-ID) on this
+// instance, or on any other when the log is shared through Redis.
+
+// record is one entry of a run's log: one of its fields is set.
+type record struct {
+	Start      *agent.RunStarted       `json:"start,omitempty"`
+	StepStart  *agent.StepStarted      `json:"stepStart,omitempty"`
+	Text       *agent.TextDelta        `json:"text,omitempty"`
+	InputStart *agent.ToolInputStarted `json:"inputStart,omitempty"`
+	InputDelta *agent.ToolInputDelta   `json:"inputDelta,omitempty"`
+	InputEnd   *agent.ToolInputEnded   `json:"inputEnd,omitempty"`
+	Call       *agent.ToolCalled       `json:"call,omitempty"`
+	ToolFailed *agent.ToolFailed       `json:"toolFailed,omitempty"`
+	Returned   *agent.ToolReturned     `json:"returned,omitempty"`
+	StepFinish *agent.StepFinished     `json:"stepFinish,omitempty"`
+	// Failed and Finished end a run: a failed run has both, in this order.
+	Failed   *runFailed   `json:"failed,omitempty"`
+	Finished *runFinished `json:"finished,omitempty"`
+}
+
+// runFailed is how a run failed: in-band (Code, Message) for a stream that
+// has started, and as a status for one that has not (Status, Error,
+// RetryAfter in seconds).
+type runFailed struct {
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Status     int    `json:"status"`
+	Error      string `json:"error"`
+	RetryAfter int    `json:"retryAfter,omitempty"`
+}
+
+// runFinished ends a run: its finish reason and the usage of its steps.
+type runFinished struct {
+	Reason string      `json:"reason"`
+	Usage  model.Usage `json:"usage"`
+}
+
+// opening reports whether rec is held back until the model produced
+// something: a run that fails before that gets a real status.
+func (rec *record) opening() bool { return rec.Start != nil || rec.StepStart != nil }
+
+func recordOf(ev agent.Event) record {
+	switch e := ev.(type) {
+	case agent.RunStarted:
+		return record{Start: &e}
+	case agent.StepStarted:
+		return record{StepStart: &e}
+	case agent.TextDelta:
+		return record{Text: &e}
+	case agent.ToolInputStarted:
+		return record{InputStart: &e}
+	case agent.ToolInputDelta:
+		return record{InputDelta: &e}
+	case agent.ToolInputEnded:
+		return record{InputEnd: &e}
+	case agent.ToolCalled:
+		return record{Call: &e}
+	case agent.ToolFailed:
+		return record{ToolFailed: &e}
+	case agent.ToolReturned:
+		return record{Returned: &e}
+	case agent.StepFinished:
+		return record{StepFinish: &e}
+	}
+	return record{}
+}
+
+// runs keeps the streamed runs this instance is running.
+type runs struct {
+	log runlog.Log
+	// grace is how long a run whose readers all left goes on, waiting for
+	// one to resume it; 0 cancels it when its first connection breaks.
+	grace time.Duration
+	mu    sync.Mutex
+	live  map[string]*liveRun
+	wg    sync.WaitGroup
+	// stop ends every run (the end of a shutdown's grace period).
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// liveRun is a run in progress on this instance.
+type liveRun struct {
+	w      runlog.Writer
+	cancel context.CancelCauseFunc
+}
+
+// Causes of a run's cancellation.
+var (
+	errCancelled = errors.New("the run was cancelled by a request to cancel it")
+	errAbandoned = errors.New("the run's stream broke off and was not resumed")
+	errShutdown  = errors.New("the server is shutting down")
+)
+
+func newRuns(log runlog.Log, grace time.Duration) *runs {
+	return &runs{log: log, grace: grace, live: map[string]*liveRun{}, stop: make(chan struct{})}
+}
+
+// start starts in as a streamed run and returns its id once its log
+// exists. The run's context keeps the request's values (its span, its
+// request id) but not its cancellation: it ends when the run is cancelled,
+// abandoned, too long, or the server stops.
+func (s *Server) startRun(r *http.Request, in agent.Input) (string, error) {
+	in.RunID = uuid.NewString()
+	w, err := s.runs.log.Start(r.Context(), runlog.Meta{RunID: in.RunID, ThreadID: in.ThreadID, ResourceID: in.ResourceID, Started: time.Now()})
+	if err != nil {
+		return "", apperr.Wrap(apperr.Unavailable, err, "the run could not be started: the details are in the server log")
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, s.cfg.Limits.MaxRunDuration, agent.ErrRunTimeout)
+	lr := &liveRun{w: w, cancel: cancel}
+	rs := s.runs
+	rs.mu.Lock()
+	rs.live[in.RunID] = lr
+	rs.mu.Unlock()
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		defer func() {
+			cancelTimeout()
+			cancel(nil)
+			rs.mu.Lock()
+			delete(rs.live, in.RunID)
+			rs.mu.Unlock()
+			if err := w.End(context.WithoutCancel(ctx)); err != nil {
+				s.log.LogAttrs(ctx, slog.LevelWarn, "the run's log could not be ended", slog.String("run_id", in.RunID), errAttr(err))
+			}
+		}()
+		go func() {
+			select {
+			case <-w.Cancelled():
+				cancel(errCancelled)
+			case <-rs.stop:
+				cancel(errShutdown)
+			case <-ctx.Done():
+			}
+		}()
+		s.execute(ctx, in, w)
+	}()
+	return in.RunID, nil
+}
+
+// execute runs in, appending its events to w, then its end.
+func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
+	var usage model.Usage
+	appendRec := func(rec record) error {
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return fmt.Errorf("encoding a run record: %w", err)
+		}
+		_, err = w.Append(context.WithoutCancel(ctx), b)
+		return err
+	}
+	defer func() {
+		// A panic in the run still ends its stream.
+		if p := recover(); p != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "panic in a run", slog.Any("panic", p))
+			_ = appendRec(record{Failed: &runFailed{Code: "INTERNAL_ERROR", Message: "internal server error: the details are in the server log",
+				Status: 500, Error: "internal server error: the details are in the server log"}})
+			_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage}})
+		}
+	}()
+	res, err := s.cfg.Runner.Run(ctx, in, func(ev agent.Event) error {
+		if sf, ok := ev.(agent.StepFinished); ok {
+			usage = usage.Add(sf.Usage)
+		}
+		return appendRec(recordOf(ev))
+	})
+	s.countQuota(err)
+	if err == nil {
+		err = appendRec(record{Finished: &runFinished{Reason: res.FinishReason, Usage: res.Usage}})
+		if err != nil {
+			s.log.LogAttrs(ctx, slog.LevelError, "the run's end could not be logged", errAttr(err))
+		}
+		return
+	}
+	s.log.LogAttrs(ctx, levelOf(err), "stream ended with an error", errAttr(err))
+	ae := classify(err)
+	ib := inBand(err)
+	f := &runFailed{Code: ib.Code, Message: ib.Message, Status: statusOf(ae.Code), Error: ae.Message}
+	if d := retryAfterOf(err, ae); d > 0 {
+		f.RetryAfter = int(math.Ceil(d.Seconds()))
+	}
+	_ = appendRec(record{Failed: f})
+	_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage}})
+}
+
+// left is told that a reader of runID on this instance went away. When
+// nobody reads the run within the grace period, it is cancelled: a closed
+// connection no longer means stop, unless no one comes back for the run.
+func (rs *runs) left(runID string, abandoned bool) {
+	rs.mu.Lock()
+	lr := rs.live[runID]
+	rs.mu.Unlock()
+	if lr == nil || !abandoned {
+		return
+	}
+	if rs.grace <= 0 {
+		lr.cancel(errAbandoned)
+		return
+	}
+	time.AfterFunc(rs.grace, func() {
+		if lr.w.Readers() == 0 {
+			lr.cancel(errAbandoned)
+		}
+	})
+}
+
+// CancelRuns cancels every run in progress: their streams end with an error
+// event (CANCELLED) and run-finish.
+func (s *Server) CancelRuns() { s.runs.stopOnce.Do(func() { close(s.runs.stop) }) }
+
+// WaitRuns waits until the runs in progress have ended, or ctx does.
+func (s *Server) WaitRuns(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.runs.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// followRun writes run runID's records after after to w, in d's dialect,
+// until the run has ended or the client has gone. A fresh stream (the
+// request that started the run) holds the opening records back until the
+// model has produced something, so that a run failing before that gets a
+// status and a JSON body instead.
+func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string, after int64, d dialect, fresh bool) {
+	arrived := time.Now()
+	ew, err := newFrameWriter(w, r, d)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.obs.StreamOpened()
+	defer s.obs.StreamClosed()
+	ew.onFirst = func() { s.obs.StreamFirstEvent(time.Since(arrived)) }
+	ew.onFirstText = func() { s.obs.StreamFirstText(time.Since(arrived)) }
+	ended := false
+	defer func() { s.runs.left(runID, !ended) }()
+
+	var held []heldRecord
+	committed := !fresh
+	for entry, err := range s.runs.log.Follow(r.Context(), runID, after) {
+		if err != nil {
+			if r.Context().Err() == nil {
+				s.log.LogAttrs(r.Context(), slog.LevelWarn, "following a run failed", slog.String("run_id", runID), errAttr(err))
+				if !committed {
+					s.writeError(w, r, apperr.Wrap(apperr.Unavailable, err, "the run's events could not be read: the details are in the server log"))
+					ended = true
+				}
+			}
+			return
+		}
+		var rec record
+		if err := json.Unmarshal(entry.Data, &rec); err != nil {
+			s.log.LogAttrs(r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", runID), errAttr(err))
+			return
+		}
+		if rec.Finished != nil {
+			ended = true
+		}
+		if !committed {
+			switch {
+			case rec.opening():
+				held = append(held, heldRecord{entry.Seq, rec})
+				continue
+			case rec.Failed != nil:
+				// Nothing but opening records went out: a real status.
+				f := rec.Failed
+				if f.RetryAfter > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+				}
+				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request failed", slog.String("method", r.Method),
+					slog.String("path", r.URL.Path), slog.Int("status", f.Status), slog.String("error", f.Error))
+				writeJSON(w, f.Status, errorBody(f.Error))
+				ended = true
+				return
+			}
+			committed = true
+			ew.commit()
+			for _, h := range held {
+				if err := ew.write(h.seq, &h.rec); err != nil {
+					return
+				}
+			}
+			held = nil
+		}
+		if err := ew.write(entry.Seq, &rec); err != nil {
+			return
+		}
+		if rec.Finished != nil {
+			_ = ew.end()
+			return
+		}
+	}
+	if !committed && len(held) > 0 {
+		ew.commit()
+		for _, h := range held {
+			_ = ew.write(h.seq, &h.rec)
+		}
+	}
+}
+
+type heldRecord struct {
+	seq int64
+	rec record
+}
+
+// event is the domain event rec holds, or nil for a run's end.
+func (rec *record) event() agent.Event {
+	switch {
+	case rec.Start != nil:
+		return *rec.Start
+	case rec.StepStart != nil:
+		return *rec.StepStart
+	case rec.Text != nil:
+		return *rec.Text
+	case rec.InputStart != nil:
+		return *rec.InputStart
+	case rec.InputDelta != nil:
+		return *rec.InputDelta
+	case rec.InputEnd != nil:
+		return *rec.InputEnd
+	case rec.Call != nil:
+		return *rec.Call
+	case rec.ToolFailed != nil:
+		return *rec.ToolFailed
+	case rec.Returned != nil:
+		return *rec.Returned
+	case rec.StepFinish != nil:
+		return *rec.StepFinish
+	}
+	return nil
+}
