@@ -41,7 +41,7 @@ func (s *Server) routes() chi.Router {
 		if s.cfg.Threads != nil {
 			r.Get("/api/memory/threads", s.handleListThreads())
 			r.Get("/api/memory/threads/{threadId}", s.handleGetThread())
-			r.With(s.requireJSON).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
+			r.With(s.requireJSONOrText).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
 			r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())
 			r.Get("/api/memory/threads/{threadId}/messages", s.handleListMessages())
 		}

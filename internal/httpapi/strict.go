@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -318,8 +319,11 @@ func strictQuery(q url.Values, names ...string) error {
 		if len(vs) > 1 {
 			return apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", clip(key), len(vs))
 		}
+		if slices.Contains(names, key) {
+			continue
+		}
 		for _, n := range names {
-			if key != n && strings.EqualFold(key, n) {
+			if strings.EqualFold(key, n) {
 				return apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", clip(key), n)
 			}
 		}

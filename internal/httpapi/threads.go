@@ -14,6 +14,7 @@ import (
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model"
 )
 
 // Threads is the conversation memory as the threads API uses it. Each call
@@ -37,7 +38,7 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 			page, perPage  int
 			orderBy, sortD string
 		)
-		err := strictQuery(q, "resourceId", "agentId", "page", "perPage", "orderBy", "sortDirection")
+		err := strictQuery(q, "resourceId", "resourceid", "agentId", "page", "perPage", "orderBy", "sortDirection")
 		if err == nil {
 			rid, err = s.resourceParam(r.Context(), q, true)
 		}
@@ -60,11 +61,16 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		out := api.ThreadList{Threads: make([]api.Thread, 0, len(list.Items)), Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}
+		threads := make([]api.Thread, 0, len(list.Items))
 		for _, th := range list.Items {
-			out.Threads = append(out.Threads, apiThread(th))
+			threads = append(threads, apiThread(th))
 		}
-		writeJSON(w, http.StatusOK, out)
+		if s.mastraShapes(r) {
+			// Mastra's client reads the list as an array of threads.
+			writeJSON(w, http.StatusOK, threads)
+			return
+		}
+		writeJSON(w, http.StatusOK, api.ThreadList{Threads: threads, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
 	}
 }
 
@@ -103,11 +109,17 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		out := api.MessageList{Messages: make([]api.UIMessage, 0, len(list.Items)), Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}
+		ui := make([]api.UIMessage, 0, len(list.Items))
 		for _, m := range list.Items {
-			out.Messages = append(out.Messages, uiMessage(th, m))
+			ui = append(ui, uiMessage(th, m))
 		}
-		writeJSON(w, http.StatusOK, out)
+		if s.mastraShapes(r) {
+			// Mastra's client reads {messages (model messages), uiMessages}.
+			writeJSON(w, http.StatusOK, mastraMessages{Messages: coreMessages(list.Items), UIMessages: ui, LegacyMessages: []any{},
+				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
+			return
+		}
+		writeJSON(w, http.StatusOK, api.MessageList{Messages: ui, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
 	}
 }
 
@@ -187,7 +199,7 @@ func (s *Server) threadParams(r *http.Request) (string, string, error) {
 		return "", "", err
 	}
 	q := r.URL.Query()
-	if err := strictQuery(q, "resourceId", "agentId", "page", "perPage"); err != nil {
+	if err := strictQuery(q, "resourceId", "resourceid", "agentId", "page", "perPage"); err != nil {
 		return "", "", err
 	}
 	if err := agentParam(q); err != nil {
@@ -201,6 +213,13 @@ func (s *Server) threadParams(r *http.Request) (string, string, error) {
 // resourceId parameter, or with authentication the credential's.
 func (s *Server) resourceParam(ctx context.Context, q url.Values, required bool) (string, error) {
 	rid := q.Get("resourceId")
+	// Mastra's client spells it in lower case.
+	if alt, ok := q["resourceid"]; ok {
+		if _, both := q["resourceId"]; both && alt[0] != rid {
+			return "", apperr.New(apperr.Invalid, "resourceId and resourceid name different resources: send one")
+		}
+		rid = alt[0]
+	}
 	if !utf8.ValidString(rid) {
 		return "", apperr.New(apperr.Invalid, "resourceId is not valid UTF-8")
 	}
@@ -265,4 +284,74 @@ func orderParams(q url.Values) (string, string, error) {
 		}
 	}
 	return by, dir, nil
+}
+
+// mastraShapes reports whether a threads API request wants Mastra's
+// response shapes: it speaks the mastra dialect (X-Stream-Format: mastra,
+// as a MastraClient configured for this service sends on every request,
+// or -stream-format mastra).
+func (s *Server) mastraShapes(r *http.Request) bool {
+	f, err := s.streamFormat(r)
+	return err == nil && f == FormatMastra
+}
+
+// mastraMessages is a page of messages in Mastra's shape, with the page's
+// counts beside.
+type mastraMessages struct {
+	Messages       []coreMessage   `json:"messages"`
+	UIMessages     []api.UIMessage `json:"uiMessages"`
+	LegacyMessages []any           `json:"legacyMessages"`
+	Total          int             `json:"total"`
+	Page           int             `json:"page"`
+	PerPage        int             `json:"perPage"`
+	HasMore        bool            `json:"hasMore"`
+}
+
+// coreMessage is a model message in the AI SDK's core shape, which Mastra
+// stores and returns: text content, or parts for tool calls and results.
+type coreMessage struct {
+	ID      string `json:"id,omitempty"`
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+type corePart struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	ToolName   string          `json:"toolName,omitempty"`
+	Args       json.RawMessage `json:"args,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	IsError    bool            `json:"isError,omitempty"`
+}
+
+func coreMessages(msgs []memory.Message) []coreMessage {
+	out := []coreMessage{}
+	for _, m := range msgs {
+		ms, err := m.ModelMessages()
+		if err != nil {
+			ms = []model.Message{{Role: m.Role, Content: m.Text}}
+		}
+		for i, mm := range ms {
+			cm := coreMessage{Role: mm.Role, Content: mm.Content}
+			if i == 0 {
+				cm.ID = m.ID
+			}
+			switch {
+			case mm.Role == model.RoleTool:
+				cm.Content = []corePart{{Type: "tool-result", ToolCallID: mm.ToolCallID, ToolName: mm.ToolName, Result: json.RawMessage(mm.Content), IsError: mm.IsError}}
+			case len(mm.ToolCalls) > 0:
+				parts := []corePart{}
+				if mm.Content != "" {
+					parts = append(parts, corePart{Type: "text", Text: mm.Content})
+				}
+				for _, c := range mm.ToolCalls {
+					parts = append(parts, corePart{Type: "tool-call", ToolCallID: c.ID, ToolName: c.Name, Args: c.Args})
+				}
+				cm.Content = parts
+			}
+			out = append(out, cm)
+		}
+	}
+	return out
 }
