@@ -83,9 +83,10 @@ func TestNodeClients(t *testing.T) {
 	)
 	for _, script := range scripts {
 		t.Run(strings.TrimSuffix(script, ".test.mjs"), func(t *testing.T) {
+			from := logs.count()
 			if err := runNode(t, nodeDir, env, script); err != nil {
 				t.Errorf("node --test %s: %v", script, err)
-				t.Logf("the service's log, last lines:\n%s", logs.tail(60))
+				t.Logf("the service's log while it ran (at most the last 60 lines):\n%s", logs.since(from, 60))
 			}
 		})
 	}
@@ -374,13 +375,23 @@ func (l *lines) String() string {
 	return strings.Join(append(l.all, string(l.partial)), "\n")
 }
 
-// tail is the last n lines.
-func (l *lines) tail(n int) string {
+// count is the number of complete lines so far.
+func (l *lines) count() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	all := l.all
+	return len(l.all)
+}
+
+// since is the lines after the first from, at most the last n of them.
+func (l *lines) since(from, n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	all := l.all[from:]
 	if len(all) > n {
 		all = all[len(all)-n:]
 	}
 	return strings.Join(all, "\n")
 }
+
+// tail is the last n lines.
+func (l *lines) tail(n int) string { return l.since(0, n) }
