@@ -114,15 +114,16 @@ func TestGolden(t *testing.T) {
 			// Each request runs on a service of its own, with a fresh
 			// database: no case recalls the turns of another, and generate
 			// and stream see the same history.
-			post := func(path string) (*http.Response, []byte) {
+			postAs := func(path string, h http.Header) (*http.Response, []byte) {
 				svc := apptest.Start(t, nil)
 				for _, b := range tc.before {
 					if res, body := svc.Post(t, "/api/agents/companionAgent/generate", b); res.StatusCode != http.StatusOK {
 						t.Fatalf("request before the case: %d %s", res.StatusCode, body)
 					}
 				}
-				return svc.Post(t, path, tc.body)
+				return svc.DoHeader(t, http.MethodPost, path, tc.body, h)
 			}
+			post := func(path string) (*http.Response, []byte) { return postAs(path, nil) }
 			res, body := post("/api/agents/companionAgent/generate")
 			if res.StatusCode != tc.status || res.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("generate: %d %s, want %d JSON\n%s", res.StatusCode, res.Header.Get("Content-Type"), tc.status, body)
@@ -162,8 +163,29 @@ func TestGolden(t *testing.T) {
 			if err := apitest.CheckAgainst(events, g); err != nil {
 				t.Fatalf("live stream and generate disagree: %v", err)
 			}
+			// The same run in the other dialects.
+			for _, d := range dialects {
+				res, body := postAs("/api/agents/companionAgent/stream", http.Header{"X-Stream-Format": {d.format}})
+				if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
+					t.Fatalf("%s stream: %d %s", d.format, res.StatusCode, res.Header.Get("Content-Type"))
+				}
+				testkit.Golden(t, filepath.Join(d.dir, tc.name+".sse"), normalize(body))
+				if err := d.check(body, g); err != nil {
+					t.Fatalf("%s stream: %v\n%s", d.format, err, body)
+				}
+			}
 		})
 	}
+}
+
+// dialects are the stream formats besides the seed's, each recorded in a
+// folder of its own and checked by its own reader.
+var dialects = []struct {
+	format, dir string
+	check       func(body []byte, g api.GenerateResponse) error
+}{
+	{"mastra", "mastra", apitest.CheckMastra},
+	{"ai-sdk", "aisdk", apitest.CheckUIMessageStream},
 }
 
 // TestTranscriptsObeyRules checks every recorded transcript on its own,

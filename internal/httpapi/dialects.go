@@ -188,7 +188,21 @@ func (*aisdkDialect) headers(h http.Header) { h.Set("X-Vercel-Ai-Ui-Message-Stre
 func (*aisdkDialect) ids() bool             { return true }
 func (*aisdkDialect) trailer() string       { return "[DONE]" }
 
-type aisdkChunk map[string]any
+// aisdkChunk is one chunk of the UI message stream; the fields its type
+// needs are set.
+type aisdkChunk struct {
+	Type           string          `json:"type"`
+	ID             string          `json:"id,omitempty"`
+	Delta          *string         `json:"delta,omitempty"`
+	MessageID      string          `json:"messageId,omitempty"`
+	ToolCallID     string          `json:"toolCallId,omitempty"`
+	ToolName       string          `json:"toolName,omitempty"`
+	InputTextDelta *string         `json:"inputTextDelta,omitempty"`
+	Input          json.RawMessage `json:"input,omitempty"`
+	Output         json.RawMessage `json:"output,omitempty"`
+	ErrorText      string          `json:"errorText,omitempty"`
+	FinishReason   string          `json:"finishReason,omitempty"`
+}
 
 // aisdkReason is a finish reason in the AI SDK's words.
 func aisdkReason(r string) string {
@@ -207,7 +221,7 @@ func (d *aisdkDialect) endText(out []frame) []frame {
 	if d.textID == "" {
 		return out
 	}
-	out = append(out, frame{v: aisdkChunk{"type": "text-end", "id": d.textID}})
+	out = append(out, frame{v: aisdkChunk{Type: "text-end", ID: d.textID}})
 	d.textID = ""
 	return out
 }
@@ -215,43 +229,39 @@ func (d *aisdkDialect) endText(out []frame) []frame {
 func (d *aisdkDialect) frames(rec *record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
-		c := aisdkChunk{"type": "start"}
-		if rec.Start.MessageID != "" {
-			c["messageId"] = rec.Start.MessageID
-		}
-		return append(out, frame{v: c})
+		return append(out, frame{v: aisdkChunk{Type: "start", MessageID: rec.Start.MessageID}})
 	case rec.StepStart != nil:
-		return append(out, frame{v: aisdkChunk{"type": "start-step"}})
+		return append(out, frame{v: aisdkChunk{Type: "start-step"}})
 	case rec.Text != nil:
 		if d.textID == "" {
 			d.textID = "text-" + strconv.Itoa(d.blocks)
 			d.blocks++
-			out = append(out, frame{v: aisdkChunk{"type": "text-start", "id": d.textID}})
+			out = append(out, frame{v: aisdkChunk{Type: "text-start", ID: d.textID}})
 		}
-		return append(out, frame{v: aisdkChunk{"type": "text-delta", "id": d.textID, "delta": rec.Text.Text}, text: true})
+		return append(out, frame{v: aisdkChunk{Type: "text-delta", ID: d.textID, Delta: &rec.Text.Text}, text: true})
 	case rec.InputStart != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{"type": "tool-input-start", "toolCallId": rec.InputStart.CallID, "toolName": rec.InputStart.Tool}})
+		return append(out, frame{v: aisdkChunk{Type: "tool-input-start", ToolCallID: rec.InputStart.CallID, ToolName: rec.InputStart.Tool}})
 	case rec.InputDelta != nil:
-		return append(out, frame{v: aisdkChunk{"type": "tool-input-delta", "toolCallId": rec.InputDelta.CallID, "inputTextDelta": rec.InputDelta.Delta}})
+		return append(out, frame{v: aisdkChunk{Type: "tool-input-delta", ToolCallID: rec.InputDelta.CallID, InputTextDelta: &rec.InputDelta.Delta}})
 	case rec.Call != nil:
 		c := rec.Call.Call
-		return append(out, frame{v: aisdkChunk{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Name, "input": c.Args}})
+		return append(out, frame{v: aisdkChunk{Type: "tool-input-available", ToolCallID: c.ID, ToolName: c.Name, Input: c.Args}})
 	case rec.Returned != nil:
 		r := rec.Returned.Result
 		if r.Failed() {
-			return append(out, frame{v: aisdkChunk{"type": "tool-output-error", "toolCallId": r.CallID, "errorText": r.Error}})
+			return append(out, frame{v: aisdkChunk{Type: "tool-output-error", ToolCallID: r.CallID, ErrorText: r.Error}})
 		}
-		return append(out, frame{v: aisdkChunk{"type": "tool-output-available", "toolCallId": r.CallID, "output": r.Output}})
+		return append(out, frame{v: aisdkChunk{Type: "tool-output-available", ToolCallID: r.CallID, Output: r.Output}})
 	case rec.StepFinish != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{"type": "finish-step"}})
+		return append(out, frame{v: aisdkChunk{Type: "finish-step"}})
 	case rec.Failed != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{"type": "error", "errorText": rec.Failed.Message}})
+		return append(out, frame{v: aisdkChunk{Type: "error", ErrorText: rec.Failed.Message}})
 	case rec.Finished != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{"type": "finish", "finishReason": aisdkReason(rec.Finished.Reason)}})
+		return append(out, frame{v: aisdkChunk{Type: "finish", FinishReason: aisdkReason(rec.Finished.Reason)}})
 	}
 	return out
 }

@@ -121,13 +121,15 @@ func (f *frameWriter) write(seq int64, rec *record) error {
 	if len(f.frames) == 0 {
 		return nil
 	}
-	for _, fr := range f.frames {
+	for i, fr := range f.frames {
 		f.buf.Reset()
 		if err := f.enc.Encode(fr.v); err != nil {
 			return fmt.Errorf("encoding a frame: %w", err)
 		}
 		var m sse.Message
-		if f.d.ids() {
+		// The record's id goes on its last frame: a client that saw it
+		// has seen the whole record, and ids stay unique.
+		if f.d.ids() && i == len(f.frames)-1 {
 			m.ID = sse.ID(strconv.FormatInt(seq, 10))
 		}
 		m.AppendData(string(bytes.TrimSuffix(f.buf.Bytes(), []byte("\n"))))
