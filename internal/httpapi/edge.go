@@ -171,7 +171,7 @@ func retryIn(d time.Duration) string {
 }
 
 // corsHeaders are the request headers a browser may send cross-origin.
-var corsHeaders = []string{"Authorization", "Content-Type", "X-Request-Id", "Traceparent", "Tracestate", "Last-Event-Id", "X-Stream-Format"}
+var corsHeaders = []string{"Authorization", "Content-Type", "X-Request-Id", "Traceparent", "Tracestate", "Last-Event-Id", "X-Stream-Format", "X-Resource-Id", "X-Personality"}
 
 // browserSafety answers CORS for the allowed origins, and refuses the
 // preflight of any other origin with 403, so that no page elsewhere gets
