@@ -638,8 +638,9 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 		defer cancel()
 		a.api.CancelRuns()
 		_ = a.api.WaitRuns(closeCtx)
-		cancelRuns()
+		// Their streams write the runs' ends, then their handlers return.
 		if err := srv.Shutdown(closeCtx); err != nil {
+			cancelRuns()
 			_ = srv.Close()
 		}
 	}

@@ -236,10 +236,18 @@ func lastEventID(r *http.Request) (int64, error) {
 	return n, nil
 }
 
-// runContext is the context of a run: the request's, ended after the
-// longest a run may take, with agent.ErrRunTimeout as its cause.
+// runContext is the context of a generate run: the request's, ended after
+// the longest a run may take (agent.ErrRunTimeout), or when the server
+// cancels its runs at the end of a shutdown.
 func (s *Server) runContext(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(r.Context(), s.cfg.Limits.MaxRunDuration, agent.ErrRunTimeout)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	stop := context.AfterFunc(s.runs.stopCtx, func() { cancel(errShutdown) })
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, s.cfg.Limits.MaxRunDuration, agent.ErrRunTimeout)
+	return ctx, func() {
+		stop()
+		cancelTimeout()
+		cancel(nil)
+	}
 }
 
 // admitStream takes one of the stream slots, or refuses with 503 and a

@@ -101,9 +101,12 @@ type runs struct {
 	mu    sync.Mutex
 	live  map[string]*liveRun
 	wg    sync.WaitGroup
-	// stop ends every run (the end of a shutdown's grace period).
+	// stop ends every run (the end of a shutdown's grace period); stopCtx
+	// ends with it, for runs tied to a request.
 	stop     chan struct{}
 	stopOnce sync.Once
+	stopCtx  context.Context
+	stopAll  context.CancelFunc
 }
 
 // liveRun is a run in progress on this instance.
@@ -120,7 +123,9 @@ var (
 )
 
 func newRuns(log runlog.Log, grace time.Duration) *runs {
-	return &runs{log: log, grace: grace, live: map[string]*liveRun{}, stop: make(chan struct{})}
+	rs := &runs{log: log, grace: grace, live: map[string]*liveRun{}, stop: make(chan struct{})}
+	rs.stopCtx, rs.stopAll = context.WithCancel(context.Background())
+	return rs
 }
 
 // start starts in as a streamed run and returns its id once its log
@@ -235,7 +240,12 @@ func (rs *runs) left(runID string, abandoned bool) {
 
 // CancelRuns cancels every run in progress: their streams end with an error
 // event (CANCELLED) and run-finish.
-func (s *Server) CancelRuns() { s.runs.stopOnce.Do(func() { close(s.runs.stop) }) }
+func (s *Server) CancelRuns() {
+	s.runs.stopOnce.Do(func() {
+		close(s.runs.stop)
+		s.runs.stopAll()
+	})
+}
 
 // WaitRuns waits until the runs in progress have ended, or ctx does.
 func (s *Server) WaitRuns(ctx context.Context) error {

@@ -141,16 +141,6 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 	defer turn.Unlock()
 
 	now := m.cfg.Now()
-	th, err := turn.Open(ctx, Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now})
-	if err != nil {
-		return nil, m.storeErr(err)
-	}
-	// Owned again under the lock: the thread may have been created or
-	// deleted and re-created meanwhile.
-	if err := owns(th, in.ResourceID); err != nil {
-		return nil, err
-	}
-
 	convo := 0
 	var ids []string
 	for _, msg := range in.Messages {
@@ -161,53 +151,57 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 			}
 		}
 	}
-	tail, err := turn.Tail(ctx, max(m.cfg.Window, convo))
-	if err != nil {
-		return nil, m.storeErr(err)
-	}
-	known, err := turn.Known(ctx, ids)
-	if err != nil {
-		return nil, m.storeErr(err)
-	}
-	fresh := newMessages(in.Messages, tail, known)
-	if !answerable(in.Messages, fresh, tail) {
-		return nil, apperr.New(apperr.Conflict, "thread %q already holds every message of the request, and they have been answered: send a new message", in.ThreadID)
-	}
-	history, err := window(tail, m.cfg.Window, m.cfg.HistoryBytes)
-	if err != nil {
-		return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
-	}
-
-	// The new messages are stored before the run, pending: a run that fails
-	// leaves them in the thread, and a retry finds them there.
-	msgs := make([]agent.Message, 0, len(in.Messages))
-	var rows []Message
-	isFresh := make(map[int]bool, len(fresh))
-	for _, i := range fresh {
-		isFresh[i] = true
-	}
-	for i, msg := range in.Messages {
-		if msg.Role == agent.RoleSystem {
-			msgs = append(msgs, msg)
-			continue
+	// One transaction before the model is called: the thread (created on
+	// first use), its tail, the request's new messages, stored pending so
+	// that a run that fails leaves them in the thread for a retry.
+	var history []model.Message
+	var msgs []agent.Message
+	plan := func(th Thread, tail []Message, known map[string]bool) ([]Message, error) {
+		// Owned again under the lock: the thread may have been created or
+		// deleted and re-created meanwhile.
+		if err := owns(th, in.ResourceID); err != nil {
+			return nil, err
 		}
-		if !isFresh[i] {
-			continue
+		fresh := newMessages(in.Messages, tail, known)
+		if !answerable(in.Messages, fresh, tail) {
+			return nil, apperr.New(apperr.Conflict, "thread %q already holds every message of the request, and they have been answered: send a new message", in.ThreadID)
 		}
-		if msg.ID == "" {
-			msg.ID = m.cfg.NewID()
-		}
-		stored, err := encodeModel([]model.Message{{Role: msg.Role, Content: msg.Content}})
-		if err != nil {
+		var err error
+		if history, err = window(tail, m.cfg.Window, m.cfg.HistoryBytes); err != nil {
 			return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
 		}
-		rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Model: stored, Pending: true, CreatedAt: now})
-		msgs = append(msgs, msg)
+		msgs = make([]agent.Message, 0, len(in.Messages))
+		var rows []Message
+		isFresh := make(map[int]bool, len(fresh))
+		for _, i := range fresh {
+			isFresh[i] = true
+		}
+		for i, msg := range in.Messages {
+			if msg.Role == agent.RoleSystem {
+				msgs = append(msgs, msg)
+				continue
+			}
+			if !isFresh[i] {
+				continue
+			}
+			if msg.ID == "" {
+				msg.ID = m.cfg.NewID()
+			}
+			stored, err := encodeModel([]model.Message{{Role: msg.Role, Content: msg.Content}})
+			if err != nil {
+				return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
+			}
+			rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Model: stored, Pending: true, CreatedAt: now})
+			msgs = append(msgs, msg)
+		}
+		if err := m.checkThreadBytes(th, rows); err != nil {
+			return nil, err
+		}
+		return rows, nil
 	}
-	if err := m.checkThreadBytes(th, rows); err != nil {
-		return nil, err
-	}
-	if _, err := turn.Append(ctx, rows); err != nil {
+	th, _, err := turn.Begin(ctx, Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now},
+		max(m.cfg.Window, convo), ids, plan)
+	if err != nil {
 		return nil, m.storeErr(err)
 	}
 	in.History, in.Messages = history, msgs

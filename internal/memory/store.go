@@ -106,6 +106,13 @@ type Store interface {
 // Turn is a thread held for one turn: no other turn on the thread runs until
 // Unlock. Its reads and writes see everything earlier turns stored.
 type Turn interface {
+	// Begin stores a turn's new messages in one transaction: it creates the
+	// thread as t when it does not exist, reads it, its last n messages
+	// (oldest first) and which of ids its messages have, and calls plan
+	// with them. plan returns the messages to store after the thread's
+	// last (none is fine) or an error, which stores nothing. Begin returns
+	// the thread as read and the stored messages with their Seq.
+	Begin(ctx context.Context, t Thread, n int, ids []string, plan Plan) (Thread, []Message, error)
 	// Open returns the thread, creating it as t when it does not exist.
 	Open(ctx context.Context, t Thread) (Thread, error)
 	// Thread returns the thread, or ErrNotFound.
@@ -127,6 +134,10 @@ type Turn interface {
 	// Unlock ends the turn. It may be called more than once.
 	Unlock()
 }
+
+// Plan decides, from a thread, its tail and the known ids of a request's
+// messages, which messages a turn stores (see Turn.Begin).
+type Plan func(th Thread, tail []Message, known map[string]bool) ([]Message, error)
 
 // Micro is t as stores keep it: UTC, to the microsecond.
 func Micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ThreadBytesCountItsMessages", func(t *testing.T) { t.Parallel(); testThreadBytes(t, h) })
 	t.Run("TokenUsagePerResourceAndDay", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
 	t.Run("PingChecksTheSchema", func(t *testing.T) { t.Parallel(); testPing(t, h) })
+	t.Run("BeginStoresATurnInOneTransaction", func(t *testing.T) { t.Parallel(); testBegin(t, h) })
 	t.Run("LockAcrossInstances", func(t *testing.T) {
 		if !h.SharedLocks {
 			t.Skip("this store serves one process: its locks are in-process")
@@ -678,6 +679,45 @@ func testPing(t *testing.T, h Harness) {
 	s := h.open(t)
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatalf("a freshly migrated store fails its check: %v", err)
+	}
+}
+
+func testBegin(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	turn := lock(t, s, "t")
+	th := memory.Thread{ID: "t", ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base}
+	// A refused plan stores nothing, not even the new thread.
+	refused := errors.New("refused")
+	if _, _, err := turn.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return nil, refused
+	}); !errors.Is(err, refused) {
+		t.Fatalf("a refused plan: %v", err)
+	}
+	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("a refused plan left the thread: %v", err)
+	}
+	// A plan sees the thread, its tail and the known ids, and stores what it returns.
+	got, stored, err := turn.Begin(ctx, th, 10, []string{"u1"}, func(cur memory.Thread, tail []memory.Message, known map[string]bool) ([]memory.Message, error) {
+		if cur.ResourceID != "r" || len(tail) != 0 || len(known) != 0 {
+			t.Errorf("first plan saw %+v, tail %v, known %v", cur, tail, known)
+		}
+		return []memory.Message{msg("u1", "user", "first", 1), msg("a1", "assistant", "second", 2)}, nil
+	})
+	if err != nil || got.ID != "t" || len(stored) != 2 || stored[0].Seq != 1 || stored[1].Seq != 2 {
+		t.Fatalf("Begin: %+v %+v %v", got, stored, err)
+	}
+	_, stored, err = turn.Begin(ctx, th, 1, []string{"u1", "nope"}, func(cur memory.Thread, tail []memory.Message, known map[string]bool) ([]memory.Message, error) {
+		if len(tail) != 1 || tail[0].ID != "a1" || !known["u1"] || known["nope"] || cur.Bytes == 0 {
+			t.Errorf("second plan saw tail %v, known %v, bytes %d", ids(tail), known, cur.Bytes)
+		}
+		return []memory.Message{msg("u2", "user", "third", 3)}, nil
+	})
+	if err != nil || len(stored) != 1 || stored[0].Seq != 3 {
+		t.Fatalf("second Begin: %+v %v", stored, err)
+	}
+	if all, total, err := s.Messages(ctx, "t", 0, 10); err != nil || total != 3 || strings.Join(ids(all), " ") != "u1 a1 u2" {
+		t.Fatalf("the thread holds %v (%d): %v", ids(all), total, err)
 	}
 }
 

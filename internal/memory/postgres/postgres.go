@@ -376,6 +376,73 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 	return t.Thread(ctx)
 }
 
+func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
+	meta := th.Metadata
+	if meta == nil {
+		meta = json.RawMessage(`{}`)
+	}
+	cur := th
+	var out []memory.Message
+	err := pgx.BeginFunc(ctx, t.conn, func(tx pgx.Tx) error {
+		// The reads go in one round trip.
+		var b pgx.Batch
+		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
+			t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt))
+		b.Queue(`SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id)
+		b.Queue(`SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, max(n, 0))
+		b.Queue(`SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
+		br := tx.SendBatch(ctx, &b)
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return fmt.Errorf("creating thread %q: %w", t.id, err)
+		}
+		var err error
+		if cur, err = scanThread(br.QueryRow()); err != nil {
+			br.Close()
+			return err
+		}
+		rows, err := br.Query()
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("reading messages: %w", err)
+		}
+		tail, err := collectMessages(rows)
+		if err != nil {
+			br.Close()
+			return err
+		}
+		slices.Reverse(tail)
+		rows, err = br.Query()
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("looking up message ids: %w", err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			br.Close()
+			return fmt.Errorf("looking up message ids: %w", err)
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		known := make(map[string]bool, len(found))
+		for _, id := range found {
+			known[id] = true
+		}
+		msgs, err := plan(cur, tail, known)
+		if err != nil || len(msgs) == 0 {
+			return err
+		}
+		out, err = appendTx(ctx, tx, t.id, msgs)
+		return err
+	})
+	if err != nil {
+		return cur, nil, err
+	}
+	return cur, out, nil
+}
+
 func (t *turn) Thread(ctx context.Context) (memory.Thread, error) {
 	return scanThread(t.conn.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id))
 }
@@ -527,6 +594,10 @@ func queryMessages(ctx context.Context, q querier, query string, args ...any) ([
 	if err != nil {
 		return nil, fmt.Errorf("reading messages: %w", err)
 	}
+	return collectMessages(rows)
+}
+
+func collectMessages(rows pgx.Rows) ([]memory.Message, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Message, error) {
 		var m memory.Message
 		var model []byte

@@ -38,7 +38,18 @@ const BusyTimeout = 10 * time.Second
 type Store struct {
 	db    *sql.DB
 	locks locks.Set
+	// The statements of a turn, prepared once: SQLite would parse each
+	// again on every use.
+	stThread, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stTokens *sql.Stmt
+	// The writer commits writes in groups (writer.go).
+	writes     chan *write
+	closing    chan struct{}
+	writerDone chan struct{}
 }
+
+// MaxConns bounds the connections to the file: requests beyond it wait for
+// one (each holds a file descriptor, and SQLite writes one at a time).
+const MaxConns = 8
 
 var _ memory.Store = (*Store)(nil)
 
@@ -68,12 +79,45 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: opening %s: %w", path, err)
 	}
+	db.SetMaxOpenConns(MaxConns)
+	// Idle connections keep their prepared statements.
+	db.SetMaxIdleConns(MaxConns)
 	s := &Store{db: db}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrating %s: %w", path, err)
 	}
+	if err := s.prepare(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: preparing statements: %w", err)
+	}
+	s.writes, s.closing, s.writerDone = make(chan *write), make(chan struct{}), make(chan struct{})
+	go s.runWriter()
 	return s, nil
+}
+
+func (s *Store) prepare(ctx context.Context) error {
+	for _, p := range []struct {
+		into **sql.Stmt
+		q    string
+	}{
+		{&s.stThread, `SELECT ` + threadCols + ` FROM threads WHERE id = ?`},
+		{&s.stInsertThread, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
+		{&s.stTail, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`},
+		{&s.stKnown, `SELECT id FROM messages WHERE thread_id = ? AND id IN (SELECT value FROM json_each(?))`},
+		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq`},
+		{&s.stInsertMessage, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.stAnswer, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING ` + messageCols},
+		{&s.stUsage, `INSERT INTO usage (resource_id, day, tokens) VALUES (?, ?, ?) ON CONFLICT (resource_id, day) DO UPDATE SET tokens = tokens + excluded.tokens`},
+		{&s.stTokens, `SELECT tokens FROM usage WHERE resource_id = ? AND day = ?`},
+	} {
+		st, err := s.db.PrepareContext(ctx, p.q)
+		if err != nil {
+			return err
+		}
+		*p.into = st
+	}
+	return nil
 }
 
 // migrate applies the migrations the file lacks, in one write transaction:
@@ -121,8 +165,19 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // DB is the database, for tests and tools that check the file.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close implements memory.Store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close implements memory.Store: it waits for the writer, then closes the
+// file.
+func (s *Store) Close() error {
+	if s.closing != nil {
+		select {
+		case <-s.closing:
+		default:
+			close(s.closing)
+		}
+		<-s.writerDone
+	}
+	return s.db.Close()
+}
 
 // Ping implements memory.Store: the schema is at this build's version, and
 // every table answers a query of the columns the store reads.
@@ -155,7 +210,7 @@ func (s *Store) Ping(ctx context.Context) error {
 // TokensUsed implements memory.Store.
 func (s *Store) TokensUsed(ctx context.Context, resourceID, day string) (int64, error) {
 	var n int64
-	err := s.db.QueryRowContext(ctx, `SELECT tokens FROM usage WHERE resource_id = ? AND day = ?`, resourceID, day).Scan(&n)
+	err := s.stTokens.QueryRowContext(ctx, resourceID, day).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -170,16 +225,11 @@ func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
 	if u.Tokens <= 0 {
 		return nil
 	}
-	return addUsage(ctx, s.db, u)
+	return addUsage(ctx, s.stUsage, u)
 }
 
-type execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-func addUsage(ctx context.Context, db execer, u memory.Usage) error {
-	if _, err := db.ExecContext(ctx, `INSERT INTO usage (resource_id, day, tokens) VALUES (?, ?, ?)
-		ON CONFLICT (resource_id, day) DO UPDATE SET tokens = tokens + excluded.tokens`, u.ResourceID, u.Day, u.Tokens); err != nil {
+func addUsage(ctx context.Context, st *sql.Stmt, u memory.Usage) error {
+	if _, err := st.ExecContext(ctx, u.ResourceID, u.Day, u.Tokens); err != nil {
 		return fmt.Errorf("counting token usage: %w", err)
 	}
 	return nil
@@ -189,7 +239,7 @@ const threadCols = `id, resource_id, title, metadata, created_at, updated_at, by
 
 // Thread implements memory.Store.
 func (s *Store) Thread(ctx context.Context, id string) (memory.Thread, error) {
-	return scanThread(s.db.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))
+	return scanThread(s.stThread.QueryRowContext(ctx, id))
 }
 
 // Threads implements memory.Store.
@@ -290,6 +340,63 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 
 func (t *turn) Thread(ctx context.Context) (memory.Thread, error) { return t.s.Thread(ctx, t.id) }
 
+func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
+	meta := th.Metadata
+	if meta == nil {
+		meta = json.RawMessage(`{}`)
+	}
+	cur := th
+	var out []memory.Message
+	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = nil
+		if _, err := tx.StmtContext(ctx, t.s.stInsertThread).ExecContext(ctx, t.id, th.ResourceID, th.Title, string(meta),
+			memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro()); err != nil {
+			return fmt.Errorf("creating thread %q: %w", t.id, err)
+		}
+		var err error
+		if cur, err = scanThread(tx.StmtContext(ctx, t.s.stThread).QueryRowContext(ctx, t.id)); err != nil {
+			return err
+		}
+		var tail []memory.Message
+		if n > 0 {
+			if tail, err = scanMessages(tx.StmtContext(ctx, t.s.stTail).QueryContext(ctx, t.id, n)); err != nil {
+				return err
+			}
+			slices.Reverse(tail)
+		}
+		known := map[string]bool{}
+		if len(ids) > 0 {
+			list, _ := json.Marshal(ids)
+			rows, err := tx.StmtContext(ctx, t.s.stKnown).QueryContext(ctx, t.id, string(list))
+			if err != nil {
+				return fmt.Errorf("looking up message ids: %w", err)
+			}
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					rows.Close()
+					return err
+				}
+				known[id] = true
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+		}
+		msgs, err := plan(cur, tail, known)
+		if err != nil || len(msgs) == 0 {
+			return err
+		}
+		out, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		return err
+	})
+	if err != nil {
+		return cur, nil, err
+	}
+	return cur, out, nil
+}
+
 func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if n <= 0 {
 		return nil, nil
@@ -337,76 +444,68 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	tx, err := t.s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("storing messages: %w", err)
-	}
-	defer tx.Rollback()
-	out, err := appendTx(ctx, tx, t.id, msgs)
+	var out []memory.Message
+	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		out, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("storing messages: %w", err)
 	}
 	return out, nil
 }
 
 func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
-	tx, err := t.s.db.BeginTx(ctx, nil)
+	var answered, stored []memory.Message
+	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		answered, err = scanMessages(tx.StmtContext(ctx, t.s.stAnswer).QueryContext(ctx, t.id))
+		if err != nil {
+			return fmt.Errorf("marking messages answered: %w", err)
+		}
+		if stored, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
+			return err
+		}
+		if u.Tokens > 0 {
+			return addUsage(ctx, tx.StmtContext(ctx, t.s.stUsage), u)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
-	}
-	defer tx.Rollback()
-	answered, err := queryMessages(ctx, tx, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING `+messageCols, t.id)
-	if err != nil {
-		return nil, memory.Message{}, fmt.Errorf("marking messages answered: %w", err)
 	}
 	slices.SortFunc(answered, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
-	stored, err := appendTx(ctx, tx, t.id, []memory.Message{reply})
-	if err != nil {
-		return nil, memory.Message{}, err
-	}
-	if u.Tokens > 0 {
-		if err := addUsage(ctx, tx, u); err != nil {
-			return nil, memory.Message{}, err
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
-	}
 	return answered, stored[0], nil
 }
 
 func (t *turn) Delete(ctx context.Context) error {
-	if _, err := t.s.db.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, t.id); err != nil {
+	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, t.id)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)
 	}
 	return nil
 }
 
 // appendTx numbers msgs after the thread's last message and inserts them.
-func appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	var latest, size int64
 	for _, m := range msgs {
 		latest = max(latest, memory.Micro(m.CreatedAt).UnixMicro())
 		size += m.Size()
 	}
 	var last int64
-	err := tx.QueryRowContext(ctx, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq`,
-		len(msgs), latest, size, threadID).Scan(&last)
+	err := tx.StmtContext(ctx, s.stNumber).QueryRowContext(ctx, len(msgs), latest, size, threadID).Scan(&last)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("numbering messages: %w", err)
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return nil, fmt.Errorf("storing messages: %w", err)
-	}
-	defer stmt.Close()
+	stmt := tx.StmtContext(ctx, s.stInsertMessage)
 	out := make([]memory.Message, len(msgs))
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
@@ -443,7 +542,11 @@ type querier interface {
 }
 
 func queryMessages(ctx context.Context, q querier, query string, args ...any) ([]memory.Message, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
+	return scanMessages(q.QueryContext(ctx, query, args...))
+}
+
+// scanMessages reads the messages of a query's rows.
+func scanMessages(rows *sql.Rows, err error) ([]memory.Message, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading messages: %w", err)
 	}

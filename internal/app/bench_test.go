@@ -1,0 +1,52 @@
+package app_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+)
+
+// benchTurns sends one turn per iteration, each on a thread of its own,
+// through the whole service in process: strict decoding, the agent on the
+// fake model, memory on the store, the generate body or the stream.
+func benchTurns(b *testing.B, databaseURL, path string) {
+	svc := apptest.Start(b, func(c *app.Config) { c.DatabaseURL = databaseURL })
+	h := svc.App.Handler()
+	var n atomic.Int64
+	// 16 requests at once on 2 cores, as 16 connections would send them.
+	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":"u","messages":[{"role":"user","content":"How do I start my day well?"}]}`, n.Add(1))
+			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+		}
+	})
+}
+
+func BenchmarkGenerateSQLite(b *testing.B) {
+	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/generate")
+}
+
+func BenchmarkStreamSQLite(b *testing.B) {
+	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/stream")
+}
+
+func BenchmarkGeneratePostgres(b *testing.B) {
+	benchTurns(b, pgtest.URL(b), "/api/agents/companionAgent/generate")
+}

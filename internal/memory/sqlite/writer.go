@@ -1,0 +1,114 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// SQLite writes one transaction at a time, and a commit costs far more
+// than the statements in it. So the store's writes go through one writer
+// that commits them in groups: each write runs in a savepoint of the
+// group's transaction (a write that fails is rolled back alone), and the
+// group commits once; every writer of the group learns the outcome. A
+// write is acknowledged only once its group has committed: the durability
+// of a transaction per write, at the cost of one commit per group.
+
+// maxGroup bounds the writes of one commit.
+const maxGroup = 64
+
+// write is one write: fn runs inside the group's transaction.
+type write struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sql.Tx) error
+	done chan error
+}
+
+// errClosed is the error of a write to a closed store.
+var errClosed = errors.New("sqlite: the store is closed")
+
+// run is the writer: it takes the writes queued, groups them, and commits.
+func (s *Store) runWriter() {
+	defer close(s.writerDone)
+	for {
+		var first *write
+		select {
+		case first = <-s.writes:
+		case <-s.closing:
+			return
+		}
+		group := []*write{first}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case w := <-s.writes:
+				group = append(group, w)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+func (s *Store) commitGroup(group []*write) {
+	results := make([]error, len(group))
+	err := func() error {
+		tx, err := s.db.BeginTx(context.Background(), nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		ok := 0
+		for i, w := range group {
+			if err := w.ctx.Err(); err != nil {
+				results[i] = err
+				continue
+			}
+			sp := "w" + strconv.Itoa(i)
+			if _, err := tx.ExecContext(w.ctx, "SAVEPOINT "+sp); err != nil {
+				results[i] = err
+				continue
+			}
+			if err := w.fn(w.ctx, tx); err != nil {
+				results[i] = err
+				if _, rerr := tx.ExecContext(context.Background(), "ROLLBACK TO "+sp); rerr != nil {
+					return fmt.Errorf("rolling back a failed write: %w", rerr)
+				}
+			} else {
+				ok++
+			}
+			if _, err := tx.ExecContext(context.Background(), "RELEASE "+sp); err != nil {
+				return fmt.Errorf("releasing a savepoint: %w", err)
+			}
+		}
+		if ok == 0 {
+			return nil // nothing to commit; the deferred rollback ends it
+		}
+		return tx.Commit()
+	}()
+	for i, w := range group {
+		if err != nil && results[i] == nil {
+			results[i] = fmt.Errorf("committing: %w", err)
+		}
+		w.done <- results[i]
+	}
+}
+
+// writeTx runs fn in a transaction, with other writes in the same commit,
+// and returns once it is committed (or failed).
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	w := &write{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- w:
+	case <-s.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, the write's outcome is awaited whatever ctx does: it
+	// may be in a transaction that is committing.
+	return <-w.done
+}
