@@ -562,3 +562,24 @@ func TestNewRejects(t *testing.T) {
 		t.Fatal("negative limit: want an error")
 	}
 }
+
+// BenchmarkRun is one run on the fake model, with the weather tool's
+// stand-in: a tool round and a reply.
+func BenchmarkRun(b *testing.B) {
+	m := &script{}
+	a, err := agent.New(agent.Config{Model: m, Tools: []agent.Tool{&echoTool{name: "echo"}}, MaxSteps: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		m.turns = []turn{
+			{parts: parts(toolCall("c1", "echo", `{"x":`, `1}`), finish(model.FinishToolCalls, 5, 3))},
+			{parts: parts(text("Hello"), text(" there"), finish(model.FinishStop, 9, 2))},
+		}
+		m.reqs = nil
+		if _, err := a.Run(context.Background(), input("go"), func(agent.Event) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

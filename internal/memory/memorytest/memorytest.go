@@ -787,6 +787,46 @@ func BenchHistory(b *testing.B, h Harness) {
 	}
 }
 
+// BenchTurn is one turn's persistence on a thread of n messages, as
+// memory runs it: the lock, Begin (the thread, its tail, the new message,
+// one commit) and Answer (the reply, one commit).
+func BenchTurn(b *testing.B, h Harness) {
+	for _, n := range []int{10, 100_000} {
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			s := h.open(b)
+			Seed(b, s, "bench", n)
+			ctx := context.Background()
+			th := memory.Thread{ID: "bench", ResourceID: "bench", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base}
+			b.ReportAllocs()
+			b.ResetTimer()
+			i := 0
+			for b.Loop() {
+				i++
+				turn, err := s.Lock(ctx, "bench", time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, stored, err := turn.Begin(ctx, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
+					func(_ memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+						if len(tail) != memory.DefaultWindow {
+							return nil, fmt.Errorf("a tail of %d", len(tail))
+						}
+						return []memory.Message{msg(fmt.Sprint("bu", i), "user", "How was your day?", n+i)}, nil
+					})
+				if err != nil || len(stored) != 1 {
+					b.Fatalf("Begin: %v", err)
+				}
+				reply := memory.Message{ID: fmt.Sprint("ba", i), Role: "assistant", Text: "Good, thank you.",
+					Model: json.RawMessage(`[{"role":"assistant","content":"Good, thank you."}]`), CreatedAt: base}
+				if _, _, err := turn.Answer(ctx, reply, memory.Usage{ResourceID: "bench", Day: "2030-01-02", Tokens: 10}); err != nil {
+					b.Fatal(err)
+				}
+				turn.Unlock()
+			}
+		})
+	}
+}
+
 func ids(msgs []memory.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {

@@ -25,6 +25,8 @@ func TestStore(t *testing.T) { memorytest.Run(t, harness()) }
 
 func BenchmarkHistory(b *testing.B) { memorytest.BenchHistory(b, harness()) }
 
+func BenchmarkTurn(b *testing.B) { memorytest.BenchTurn(b, harness()) }
+
 func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
