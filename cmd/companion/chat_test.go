@@ -1,15 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -288,5 +292,65 @@ func TestChatShowsErrors(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"chat", "hello"}, func(string) string { return "" }, io.Discard, io.Discard); exitCode(err) != 2 {
 		t.Fatalf("chat with an argument: %v", err)
+	}
+}
+
+// breaker is a proxy in front of the service that breaks the first cuts
+// event streams it forwards after `after` frames, as a dropped connection
+// would.
+type breaker struct {
+	target     string
+	after      int
+	cuts, seen atomic.Int32
+}
+
+func (b *breaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, b.target+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		panic(err)
+	}
+	req.Header = r.Header.Clone()
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	maps.Copy(w.Header(), res.Header)
+	w.WriteHeader(res.StatusCode)
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") || b.seen.Add(1) > b.cuts.Load() {
+		_, _ = io.Copy(w, res.Body)
+		return
+	}
+	sc := bufio.NewScanner(res.Body)
+	for frames := 0; frames < b.after && sc.Scan(); {
+		_, _ = w.Write(append(sc.Bytes(), '\n'))
+		if sc.Text() == "" {
+			frames++
+		}
+	}
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// TestChatResumesABrokenStream: a reply whose stream breaks is resumed
+// once, seamlessly; a second break is an error line, and the chat goes on.
+func TestChatResumesABrokenStream(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = time.Millisecond })
+	b := &breaker{target: svc.URL, after: 12}
+	proxy := httptest.NewServer(b)
+	defer proxy.Close()
+	cg := startChat(t, proxy.URL, "t4")
+
+	b.cuts.Store(1)
+	cg.say(t, "Hi, I'm Sam.")
+	cg.waitFor(t, `Hey, it's really good to hear from you! You asked: "Hi, I'm Sam." Honestly, I think you've got this, and I'm right here with you whatever happens. How are you feeling about it all?`+"\n")
+
+	b.cuts.Store(4) // this turn's stream (the third) and its resumption (the fourth)
+	cg.say(t, "Tell me about the sea.")
+	cg.waitFor(t, "\nerror: the stream broke off before the run finished (after event 24): unexpected EOF\n")
+	cg.quit(t)
+	if n := b.seen.Load(); n != 4 {
+		t.Fatalf("%d streams, want 2 turns' and one resumption each", n)
 	}
 }
