@@ -25,6 +25,8 @@ const (
 	// still read for the run's id, to cancel it. Past it the connection is
 	// closed, and the service cancels the run once its resume grace ends.
 	runIDWait = time.Minute
+	// healthTimeout bounds the check that the service is there.
+	healthTimeout = 10 * time.Second
 )
 
 // chatCommand is `companion chat`: a conversation with a running service
@@ -42,12 +44,15 @@ func chatCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	ctx = context.WithoutCancel(ctx)
-	if err := c.Health(ctx); err != nil {
+	hctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	err = c.Health(hctx)
+	cancel()
+	if err != nil {
 		return err
 	}
 	// Ctrl-C is the chat's own: it stops a reply, and quits at the prompt.
-	// The context of run ends at the first one, so the chat has left it.
+	// The context run was given ends at the first one, so the chat runs
+	// without its cancellation and hears the signals itself.
 	interrupts := make(chan os.Signal, 4)
 	signal.Notify(interrupts, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(interrupts)
@@ -60,7 +65,7 @@ func chatCommand(ctx context.Context, args []string, getenv func(string) string,
 		prompt:     isTerminal(os.Stdin),
 		color:      isTerminal(stdout) && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb",
 	}
-	return ch.run(ctx)
+	return ch.run(context.WithoutCancel(ctx))
 }
 
 // isTerminal reports whether w is a terminal.
@@ -212,6 +217,7 @@ type item struct {
 // reply (the run is cancelled) and returns to the prompt; a second one
 // while stopping, or SIGTERM, quits.
 func (ch *chat) turn(ctx context.Context, text string) (quit bool) {
+	req := ch.flags.request(text)
 	rctx, cancel := context.WithCancel(ctx)
 	items := make(chan item)
 	go func() {
@@ -224,7 +230,7 @@ func (ch *chat) turn(ctx context.Context, text string) (quit bool) {
 				return false
 			}
 		}
-		s, err := ch.c.Stream(rctx, ch.flags.request(text))
+		s, err := ch.c.Stream(rctx, req)
 		if err != nil {
 			send(item{err: err})
 			return
