@@ -42,6 +42,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		return serve(ctx, cfg, level, stderr)
+	case "chat":
+		return chatCommand(ctx, args, getenv, stdout, stderr)
+	case "ask":
+		return askCommand(ctx, args, getenv, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "companion", version())
 		return nil
@@ -57,6 +61,8 @@ const usage = `Usage: companion <command> [flags]
 
 Commands:
   serve     run the HTTP API (default); see companion serve -h
+  chat      talk with a running service in the terminal; see companion chat -h
+  ask       send one message to a running service and print the reply; see companion ask -h
   version   print the version
 `
 

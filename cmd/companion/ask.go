@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/companionhq/companion/internal/api"
+)
+
+// askCommand is `companion ask "message"`: one message to a running
+// service, its reply on stdout, and exit. The reply streams as it comes,
+// with tool calls and tool errors as notes on stderr; with --json it is
+// the generate response body. A run that fails is an error (exit 1).
+func askCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	var asJSON bool
+	f, rest, err := parseClientFlags("ask", "ask", `ask [flags] "message"   (or - to read the message from stdin)`, args, getenv, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the generate response body (JSON) instead of the reply's text")
+	})
+	if err != nil {
+		return err
+	}
+	text := strings.Join(rest, " ")
+	if text == "-" {
+		b, err := io.ReadAll(os.Stdin)
+		if err != nil {
+			return fmt.Errorf("reading the message from stdin: %w", err)
+		}
+		text = string(b)
+	}
+	if strings.TrimSpace(text) == "" {
+		fmt.Fprintln(stderr, `companion ask: no message: companion ask "How do I start my day well?"`)
+		return errUsage
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		body, err := c.GenerateBody(ctx, f.request(text))
+		if err != nil {
+			return err
+		}
+		if _, err := stdout.Write(body); err != nil {
+			return err
+		}
+		if !strings.HasSuffix(string(body), "\n") {
+			fmt.Fprintln(stdout)
+		}
+		return nil
+	}
+
+	s, err := c.Stream(ctx, f.request(text))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var failed error
+	midLine := false
+	endLine := func() {
+		if midLine {
+			fmt.Fprintln(stdout)
+			midLine = false
+		}
+	}
+	defer endLine()
+	for ev, err := range s.Events() {
+		if err != nil {
+			if ctx.Err() == nil {
+				return err
+			}
+			// Interrupted: stop the run too, or it would go on for the
+			// service's resume grace.
+			if s.RunID() != "" {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+				defer cancel()
+				if cerr := c.Cancel(cctx, s.RunID(), f.resource); cerr != nil {
+					return fmt.Errorf("interrupted, and the run could not be stopped: %w", cerr)
+				}
+			}
+			return errors.New("interrupted")
+		}
+		switch p := ev.Payload.(type) {
+		case api.ToolCall:
+			fmt.Fprintln(stderr, "⚙ "+p.ToolName+" "+compactJSON(p.Args))
+		case api.ToolResult:
+			if !p.IsError {
+				fmt.Fprintln(stderr, "→ "+summarize(p.Result))
+			}
+		}
+		switch {
+		case ev.Type == api.EventText:
+			fmt.Fprint(stdout, ev.Text)
+			midLine = !strings.HasSuffix(ev.Text, "\n")
+		case ev.Type == api.EventError && ev.Error != nil:
+			if ev.Error.Code == api.CodeToolError {
+				fmt.Fprintln(stderr, "✗ "+ev.Error.Message)
+			} else {
+				failed = fmt.Errorf("%s (%s)", ev.Error.Message, ev.Error.Code)
+			}
+		}
+	}
+	return failed
+}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/client"
+	"github.com/companionhq/companion/internal/testkit"
+)
+
+func TestClientFlags(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		env      map[string]string
+		want     clientFlags // thread "chat-*" for a fresh one
+		wantRest []string
+		wantJSON bool
+		wantErr  string
+	}{
+		{name: "defaults", want: clientFlags{url: "http://127.0.0.1:4111", thread: "chat-*", personality: "friend"}},
+		{name: "env", env: map[string]string{"COMPANION_URL": "http://svc:8080", "COMPANION_RESOURCE": "u1", "COMPANION_API_KEY": "k", "COMPANION_PERSONALITY": "guru"},
+			want: clientFlags{url: "http://svc:8080", thread: "chat-*", resource: "u1", apiKey: "k", personality: "guru"}},
+		{name: "flags beat env", args: []string{"--url", "https://a.example", "--resource", "u2", "--api-key", "k2", "--personality", "philosopher", "--thread", "t9"},
+			env:  map[string]string{"COMPANION_URL": "http://svc:8080", "COMPANION_RESOURCE": "u1", "COMPANION_API_KEY": "k", "COMPANION_PERSONALITY": "guru"},
+			want: clientFlags{url: "https://a.example", thread: "t9", resource: "u2", apiKey: "k2", personality: "philosopher"}},
+		{name: "flags after the message", args: []string{"What's the weather in Berlin?", "--json", "-thread", "t1"},
+			want: clientFlags{url: "http://127.0.0.1:4111", thread: "t1", personality: "friend"}, wantRest: []string{"What's the weather in Berlin?"}, wantJSON: true},
+		{name: "bad personality", args: []string{"--personality", "pirate"}, wantErr: `personality "pirate" is not one of guru, wanderer, friend, philosopher`},
+		{name: "bad env personality", env: map[string]string{"COMPANION_PERSONALITY": "Guru"}, wantErr: `personality "Guru" is not one of`},
+		{name: "bad url", args: []string{"--url", "127.0.0.1:4111"}, wantErr: "must be http:// or https://"},
+		{name: "unknown flag", args: []string{"--nope"}, wantErr: "usage"},
+		{name: "help", args: []string{"-h"}, wantErr: "help"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var asJSON bool
+			f, rest, err := parseClientFlags("ask", "chat", "ask", tc.args, func(k string) string { return tc.env[k] }, io.Discard, func(fs *flag.FlagSet) {
+				fs.BoolVar(&asJSON, "json", false, "")
+			})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want.thread == "chat-*" {
+				if !strings.HasPrefix(f.thread, "chat-") || len(f.thread) != len("chat-")+12 {
+					t.Fatalf("fresh thread id %q", f.thread)
+				}
+				f.thread = "chat-*"
+			}
+			if f != tc.want || fmt.Sprint(rest) != fmt.Sprint(tc.wantRest) || asJSON != tc.wantJSON {
+				t.Fatalf("got %+v %q json=%v, want %+v %q json=%v", f, rest, asJSON, tc.want, tc.wantRest, tc.wantJSON)
+			}
+		})
+	}
+	if a, b := newThreadID("chat"), newThreadID("chat"); a == b {
+		t.Fatalf("two fresh thread ids are the same: %s", a)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"temperature":3.2,"feelsLike":-0.4,"humidity":81,"windSpeed":14.8,"windGust":29.5,"conditions":"Overcast","location":"Berlin"}`: "3.2°C overcast in Berlin",
+		`{"temperature":-1,"conditions":"Partly cloudy","location":"Reykjavík"}`:                                                          "-1°C partly cloudy in Reykjavík",
+		`{"answer":42}`: `{"answer":42}`,
+		`{"text":"` + strings.Repeat("a", 200) + `"}`: `{"text":"` + strings.Repeat("a", 91) + "…",
+	} {
+		if got := summarize([]byte(in)); got != want {
+			t.Errorf("summarize(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// chatting is a chat run in-process against a service: lines typed,
+// interrupts sent and output read by the test.
+type chatting struct {
+	lines      chan string
+	interrupts chan os.Signal
+	out        *testkit.Buffer
+	// done is closed when the chat has ended, with err.
+	done      chan struct{}
+	err       error
+	closeOnce sync.Once
+}
+
+func startChat(t *testing.T, url, thread string) *chatting {
+	t.Helper()
+	c, err := client.New(url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg := &chatting{lines: make(chan string), interrupts: make(chan os.Signal, 2), out: &testkit.Buffer{}, done: make(chan struct{})}
+	ch := &chat{c: c, flags: clientFlags{url: url, thread: thread, resource: "u1", personality: api.PersonalityFriend},
+		lines: cg.lines, interrupts: cg.interrupts, out: cg.out}
+	go func() {
+		defer close(cg.done)
+		cg.err = ch.run(context.Background())
+	}()
+	t.Cleanup(func() {
+		cg.closeOnce.Do(func() { close(cg.lines) })
+		<-cg.done
+	})
+	return cg
+}
+
+// say types a line; it is taken at the next prompt.
+func (cg *chatting) say(t *testing.T, line string) {
+	t.Helper()
+	select {
+	case cg.lines <- line:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the chat did not come back to its prompt for %q:\n%s", line, cg.out)
+	}
+}
+
+// waitFor waits until the output holds s.
+func (cg *chatting) waitFor(t *testing.T, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(cg.out.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the output never showed %q:\n%s", s, cg.out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// quit ends the input and waits for the chat to end.
+func (cg *chatting) quit(t *testing.T) {
+	t.Helper()
+	cg.closeOnce.Do(func() { close(cg.lines) })
+	<-cg.done
+	if cg.err != nil {
+		t.Fatalf("chat: %v", cg.err)
+	}
+}
+
+func messagesOf(t *testing.T, url, thread string) []api.UIMessage {
+	t.Helper()
+	res, err := http.Get(url + "/api/memory/threads/" + thread + "/messages?resourceId=u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var l api.MessageList
+	if err := json.NewDecoder(res.Body).Decode(&l); err != nil || res.StatusCode != 200 {
+		t.Fatalf("messages of %s: %d %v", thread, res.StatusCode, err)
+	}
+	return l.Messages
+}
+
+func rolesOf(ms []api.UIMessage) string {
+	var r []string
+	for _, m := range ms {
+		r = append(r, m.Role)
+	}
+	return strings.Join(r, " ")
+}
+
+// TestChatCommands: the slash commands, a tool call and a tool error, and
+// plain output (no prompt, no colour) when neither end is a terminal.
+func TestChatCommands(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	cg := startChat(t, svc.URL, "t1")
+	cg.say(t, "/help")
+	cg.say(t, "/thread")
+	cg.say(t, "/personality")
+	cg.say(t, "/personality pirate")
+	cg.say(t, "/personality guru")
+	cg.say(t, "What's the weather in Berlin?")
+	cg.say(t, "What's the weather in Atlantis?")
+	cg.say(t, "/frobnicate")
+	cg.say(t, "/new")
+	cg.say(t, "Hello again.")
+	cg.quit(t)
+	out := cg.out.String()
+	for _, want := range []string{
+		"companion chat at " + svc.URL + ", as friend\n",
+		"thread t1 (continue it later with --thread t1); /help for commands\n",
+		"/personality NAME   answer as guru, wanderer, friend or philosopher\n",
+		"thread t1\n",
+		"personality friend (one of guru, wanderer, friend, philosopher)\n",
+		`error: personality "pirate" is not one of guru, wanderer, friend, philosopher` + "\n",
+		"personality guru\n",
+		"⚙ weatherTool {\"location\":\"Berlin\"}\n→ 3.2°C overcast in Berlin\nThe sky speaks, and we listen. In Berlin it is 3.2°C",
+		"⚙ weatherTool {\"location\":\"Atlantis\"}\n✗ weatherTool failed: no place named \"Atlantis\" was found\nThe sky speaks",
+		"unknown command /frobnicate: /help lists them\n",
+		"new thread chat-",
+		// A new thread: nothing earlier to recall.
+		"Breathe, and be still for a moment. You ask: \"Hello again.\" Like a river",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "\x1b[") || strings.Contains(out, "you>") {
+		t.Errorf("colour or a prompt on output that is not a terminal:\n%s", out)
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+	if got := rolesOf(messagesOf(t, svc.URL, "t1")); got != "user assistant user assistant" {
+		t.Fatalf("thread t1 holds %s", got)
+	}
+}
+
+// TestChatStopsAReply: Ctrl-C in the middle of a reply cancels the run:
+// "stopped", the prompt is back, nothing of the reply is stored, and the
+// next turn answers both messages.
+func TestChatStopsAReply(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond })
+	cg := startChat(t, svc.URL, "t2")
+	cg.say(t, "Tell me a long story about the sea.")
+	cg.waitFor(t, "You asked:")
+	cg.interrupts <- os.Interrupt
+	cg.waitFor(t, "\nstopped\n")
+	cg.say(t, "Are you still there?")
+	cg.waitFor(t, `You asked: "Are you still there?" Earlier you mentioned: "Tell me a long story about the sea."`)
+	cg.quit(t)
+	out := cg.out.String()
+	if strings.Count(out, "How are you feeling about it all?") != 1 {
+		t.Fatalf("the stopped reply went on:\n%s", out)
+	}
+	if got := rolesOf(messagesOf(t, svc.URL, "t2")); got != "user user assistant" {
+		t.Fatalf("the thread holds %s, want the stopped turn's message unanswered", got)
+	}
+}
+
+// TestChatStopsBeforeTheFirstToken: a reply stopped before the service
+// named its run is cancelled once the name comes; the prompt is back at
+// once.
+func TestChatStopsBeforeTheFirstToken(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) {
+		c.FakeFirstTokenDelay = 500 * time.Millisecond
+		c.FakeTokenDelay = 20 * time.Millisecond
+	})
+	cg := startChat(t, svc.URL, "t3")
+	cg.say(t, "Tell me about the mountains.")
+	time.Sleep(100 * time.Millisecond)
+	cg.interrupts <- os.Interrupt
+	cg.waitFor(t, "stopped\n")
+	cg.say(t, "Are you still there?")
+	cg.waitFor(t, `Earlier you mentioned: "Tell me about the mountains."`)
+	cg.quit(t)
+	if got := rolesOf(messagesOf(t, svc.URL, "t3")); got != "user user assistant" {
+		t.Fatalf("the thread holds %s: the stopped run was not cancelled", got)
+	}
+}
+
+// TestChatShowsErrors: a refused turn is an error line, and the chat goes
+// on; Ctrl-C at the prompt quits.
+func TestChatShowsErrors(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	if _, err := (&client.Client{BaseURL: svc.URL}).Generate(context.Background(), api.GenerateRequest{ThreadID: "theirs", ResourceID: "u2",
+		Messages: []api.Message{{Role: "user", Content: "Hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	cg := startChat(t, svc.URL, "theirs")
+	cg.say(t, "Hi")
+	cg.waitFor(t, `error: thread "theirs" belongs to another resource (HTTP 403)`+"\n")
+	cg.interrupts <- os.Interrupt
+	<-cg.done
+	if cg.err != nil {
+		t.Fatal(cg.err)
+	}
+
+	// A service that is not there: the chat says so at once.
+	err := run(context.Background(), []string{"chat", "--url", "http://127.0.0.1:1"}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "cannot be reached") || exitCode(err) != 1 {
+		t.Fatalf("chat with no service: %v", err)
+	}
+	if err := run(context.Background(), []string{"chat", "hello"}, func(string) string { return "" }, io.Discard, io.Discard); exitCode(err) != 2 {
+		t.Fatalf("chat with an argument: %v", err)
+	}
+}
+
+// breaker is a proxy in front of the service that breaks the first cuts
+// event streams it forwards after `after` frames, as a dropped connection
+// would.
+type breaker struct {
+	target     string
+	after      int
+	cuts, seen atomic.Int32
+}
+
+func (b *breaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, b.target+r.URL.RequestURI(), r.Body)
+	if err != nil {
+		panic(err)
+	}
+	req.Header = r.Header.Clone()
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	maps.Copy(w.Header(), res.Header)
+	w.WriteHeader(res.StatusCode)
+	if !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") || b.seen.Add(1) > b.cuts.Load() {
+		_, _ = io.Copy(w, res.Body)
+		return
+	}
+	sc := bufio.NewScanner(res.Body)
+	for frames := 0; frames < b.after && sc.Scan(); {
+		_, _ = w.Write(append(sc.Bytes(), '\n'))
+		if sc.Text() == "" {
+			frames++
+		}
+	}
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// TestChatResumesABrokenStream: a reply whose stream breaks is resumed
+// once, seamlessly; a second break is an error line, and the chat goes on.
+func TestChatResumesABrokenStream(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = time.Millisecond })
+	b := &breaker{target: svc.URL, after: 12}
+	proxy := httptest.NewServer(b)
+	defer proxy.Close()
+	cg := startChat(t, proxy.URL, "t4")
+
+	b.cuts.Store(1)
+	cg.say(t, "Hi, I'm Sam.")
+	cg.waitFor(t, `Hey, it's really good to hear from you! You asked: "Hi, I'm Sam." Honestly, I think you've got this, and I'm right here with you whatever happens. How are you feeling about it all?`+"\n")
+
+	b.cuts.Store(4) // this turn's stream (the third) and its resumption (the fourth)
+	cg.say(t, "Tell me about the sea.")
+	cg.waitFor(t, "\nerror: the stream broke off before the run finished (after event 24): unexpected EOF\n")
+	cg.quit(t)
+	if n := b.seen.Load(); n != 4 {
+		t.Fatalf("%d streams, want 2 turns' and one resumption each", n)
+	}
+}
