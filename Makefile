@@ -11,12 +11,13 @@ run:
 test: services check
 	$(GO) test -race -count=1 ./...
 
-## services: PostgreSQL, Redis, Node (with the client packages) and Prometheus for the tests that use them
+## services: PostgreSQL, Redis, Node (with the client packages), Chromium and Prometheus for the tests that use them
 ## (started or installed when missing; outside CI a failure only skips those tests)
 services:
 	@bash .ci/postgres || { [ "$$CI" != true ] && echo "PostgreSQL is not available: the tests that need it will be skipped"; }
 	@bash .ci/redis || { [ "$$CI" != true ] && echo "Redis is not available: the tests that need it will be skipped"; }
 	@bash .ci/node || { [ "$$CI" != true ] && echo "Node is not available: the client tests will be skipped"; }
+	@bash .ci/browser || { [ "$$CI" != true ] && echo "Chromium is not available: the browser test of the web chat will be skipped"; }
 	@bash .ci/prometheus || { [ "$$CI" != true ] && echo "Prometheus is not available: the tests that need it will be skipped"; }
 
 ## check: formatting, vet and a tidy go.mod

@@ -143,6 +143,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	str(&cfg.StreamFormat, setting{"stream-format", "COMPANION_STREAM_FORMAT", "stream dialect of requests that name none (X-Stream-Format): seed, mastra or ai-sdk"}, "seed")
 	dur(&cfg.StreamRetention, setting{"stream-retention", "COMPANION_STREAM_RETENTION", "how long a streamed run's events stay to be resumed after it ended"}, def.StreamRetention)
 	dur(&cfg.ResumeGrace, setting{"resume-grace", "COMPANION_RESUME_GRACE", "how long a run goes on after its stream broke, waiting to be resumed (0: cancel it at once)"}, def.ResumeGrace)
+	boolean(&cfg.WebUI, setting{"web-ui", "COMPANION_WEB_UI", "serve the web chat page at /"}, def.WebUI)
 	dur(&cfg.ShutdownDelay, setting{"shutdown-delay", "COMPANION_SHUTDOWN_DELAY", "how long /ready answers 503 after SIGTERM before the listener closes"}, 0)
 
 	if err := fs.Parse(args); err != nil {

@@ -39,6 +39,7 @@ import (
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
+	"github.com/companionhq/companion/internal/web"
 )
 
 // Config is everything the service needs to know. Defaults() fills the
@@ -136,6 +137,8 @@ type Config struct {
 	ModelMaxRetries        int
 	ModelRetryDelay        time.Duration
 	ModelRetryBudget       time.Duration
+	// WebUI serves the web chat page at / and /assets/ beside the API.
+	WebUI bool
 }
 
 // Secret is a value that must not be printed: it formats as [redacted].
@@ -177,6 +180,7 @@ func Defaults() Config {
 		ModelMaxRetries:        p.MaxAttempts - 1,
 		ModelRetryDelay:        p.BaseDelay,
 		ModelRetryBudget:       p.RetryBudget,
+		WebUI:                  true,
 	}
 }
 
@@ -339,7 +343,23 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		ResumeGrace:     cfg.ResumeGrace,
 	})
 	a.handler = a.api
+	if cfg.WebUI {
+		a.handler = withWebUI(a.api, web.Handler())
+	}
 	return a, nil
+}
+
+// withWebUI sends GET and HEAD of / and /assets/... to the web chat page,
+// and every other request to the API, unchanged.
+func withWebUI(api, page http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+			(r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/assets/")) {
+			page.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // newRateLimiter builds the request rate limiter of cfg: none without a

@@ -1,0 +1,415 @@
+// The web chat page in a real browser: Debian's Chromium, driven by
+// playwright-core, against the built service (the fake model, slowed down so
+// that a reply can be watched and stopped, and the fake Open-Meteo).
+//
+// Every scenario runs on the page as a person uses it: by the controls'
+// accessible names, and the keyboard where a person would use it. The test
+// fails on any console error or uncaught exception in the page; the one
+// console error the browser writes by itself for a request the page expects
+// to be refused (the 401 before an API key is entered) is declared where it
+// happens and must occur. Screenshots go to COMPANION_TEST_OUTPUT.
+import { describe, test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+function required(name) {
+  const v = process.env[name];
+  if (!v) {
+    throw new Error(`${name} is not set: run this script through \`go test ./internal/web/browsertest/\``);
+  }
+  return v;
+}
+
+const baseUrl = required('COMPANION_TEST_URL').replace(/\/$/, '');
+const apiKey = required('COMPANION_TEST_API_KEY');
+const resourceId = required('COMPANION_TEST_RESOURCE');
+const output = required('COMPANION_TEST_OUTPUT');
+// When set, the canonical desktop screenshot is also copied there.
+const docsScreenshot = process.env.COMPANION_TEST_DOCS_SCREENSHOT || '';
+const executablePath = process.env.COMPANION_TEST_CHROMIUM || '/usr/bin/chromium';
+
+const TIMEOUT = 30_000;
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 375, height: 667 };
+
+const FIRST = 'How do I start my day well?';
+const WEATHER = "What's the weather in Berlin?";
+const BROKEN_WEATHER = "What's the weather in Errorville?";
+const LONG = 'Tell me something kind about rainy days, please.';
+
+let browser;
+
+// Each page records its console errors and uncaught exceptions here.
+const problems = [];
+// expected holds console errors that the scenario under way declared.
+const expected = [];
+
+function watch(page, label) {
+  page.on('console', (msg) => {
+    if (msg.type() !== 'error') return;
+    const text = `${msg.text()} (${msg.location().url || 'no url'})`;
+    const i = expected.findIndex((e) => !e.seen && e.pattern.test(text));
+    if (i >= 0) {
+      expected[i].seen = true;
+      return;
+    }
+    problems.push(`${label}: console error: ${text}`);
+  });
+  page.on('pageerror', (err) => problems.push(`${label}: uncaught exception: ${err.stack || err.message}`));
+  page.on('requestfailed', (req) => {
+    const why = req.failure()?.errorText || 'failed';
+    problems.push(`${label}: request failed: ${req.method()} ${req.url()}: ${why}`);
+  });
+}
+
+// expectConsoleError declares that fn makes the browser write one console
+// error matching pattern, and checks that it did.
+async function expectConsoleError(pattern, fn) {
+  const e = { pattern, seen: false };
+  expected.push(e);
+  try {
+    await fn();
+    const deadline = Date.now() + 5000;
+    while (!e.seen && Date.now() < deadline) await sleep(50);
+    assert.ok(e.seen, `the browser wrote no console error matching ${pattern}`);
+  } finally {
+    expected.splice(expected.indexOf(e), 1);
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function newPage(viewport, label, extra = {}) {
+  const context = await browser.newContext({ viewport, ...extra });
+  context.setDefaultTimeout(TIMEOUT);
+  const page = await context.newPage();
+  watch(page, label);
+  return page;
+}
+
+async function shot(page, name) {
+  mkdirSync(output, { recursive: true });
+  const path = join(output, name + '.png');
+  await page.screenshot({ path });
+  return path;
+}
+
+// The page's parts, by role and accessible name.
+const ui = (page) => ({
+  settings: page.getByText('Settings', { exact: true }),
+  userId: page.getByRole('textbox', { name: 'User id' }),
+  apiKey: page.getByLabel('API key or token'),
+  useSettings: page.getByRole('button', { name: 'Use these settings' }),
+  newThread: page.getByRole('button', { name: 'New thread' }),
+  threadsToggle: page.getByRole('button', { name: 'Threads' }),
+  threads: page.getByRole('navigation', { name: 'Threads' }).getByRole('listitem'),
+  message: page.getByRole('textbox', { name: 'Message' }),
+  send: page.getByRole('button', { name: 'Send' }),
+  stop: page.getByRole('button', { name: 'Stop' }),
+  personality: page.getByRole('combobox', { name: 'Personality' }),
+  status: page.getByRole('status').first(),
+  log: page.getByRole('log'),
+  replies: page.getByRole('log').getByRole('article', { name: 'Companion' }),
+  asked: page.getByRole('log').getByRole('article', { name: 'You' }),
+});
+
+// signIn fills in the settings as a person would.
+async function signIn(page, { key = true } = {}) {
+  const u = ui(page);
+  await u.userId.fill(resourceId);
+  if (key) await u.apiKey.fill(apiKey);
+  await u.useSettings.click();
+}
+
+// replyText is the text of a reply article: its text blocks only.
+async function replyText(article) {
+  return (await article.locator('.text').allTextContents()).join('');
+}
+
+// sendAndWatch sends text with the Enter key and follows the reply as it
+// streams: it answers the reply's article, its final text, and the lengths
+// of the text seen while it was still streaming.
+async function sendAndWatch(page, text) {
+  const u = ui(page);
+  const before = await u.replies.count();
+  await u.message.fill(text);
+  await page.keyboard.press('Enter');
+  const reply = u.replies.nth(before);
+  await reply.waitFor();
+  const partial = new Set();
+  const deadline = Date.now() + TIMEOUT;
+  while ((await reply.getAttribute('aria-busy')) === 'true') {
+    assert.ok(Date.now() < deadline, 'the reply did not finish');
+    const t = await replyText(reply);
+    if (t) partial.add(t.length);
+    await sleep(25);
+  }
+  await idle(page);
+  return { reply, text: await replyText(reply), partial };
+}
+
+// idle waits until the page is done with its turn (the thread list updated
+// too): Send is enabled again.
+async function idle(page) {
+  await page.waitForFunction(() => !document.getElementById('send').disabled && !document.getElementById('stop').checkVisibility());
+}
+
+// sseText is the reply text of a seed-dialect stream body, and the ids.
+function parseSSE(body) {
+  const events = [];
+  for (const frame of body.split('\n\n')) {
+    let id = null;
+    let data = '';
+    for (const line of frame.split('\n')) {
+      if (line.startsWith('id: ')) id = Number(line.slice(4));
+      if (line.startsWith('data: ')) data += line.slice(6);
+    }
+    if (data) events.push({ id, ev: JSON.parse(data), raw: frame });
+  }
+  return events;
+}
+
+before(async () => {
+  // launch() starts Chromium with a fresh temporary profile of its own.
+  browser = await chromium.launch({
+    executablePath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+afterEach(() => {
+  const found = problems.splice(0);
+  assert.deepEqual(found, [], 'the page had errors');
+});
+
+describe('web chat, desktop', () => {
+  let page;
+  let u;
+  let firstThread;
+
+  before(async () => {
+    page = await newPage(DESKTOP, 'desktop');
+    u = ui(page);
+  });
+
+  test('the page is served with its security headers, and every control has a name', async () => {
+    const res = await page.goto(baseUrl + '/');
+    assert.equal(res.status(), 200);
+    const h = res.headers();
+    assert.match(h['content-security-policy'], /default-src 'self'/);
+    assert.equal(h['x-content-type-options'], 'nosniff');
+    assert.equal(await page.title(), 'Companion');
+    const unnamed = await page.evaluate(() => {
+      const out = [];
+      for (const el of document.querySelectorAll('button, input, select, textarea, a[href], summary')) {
+        const named =
+          (el.labels && el.labels.length > 0) ||
+          el.getAttribute('aria-label') ||
+          el.getAttribute('aria-labelledby') ||
+          el.textContent.trim();
+        if (!named) out.push(el.outerHTML.slice(0, 80));
+      }
+      return out;
+    });
+    assert.deepEqual(unnamed, [], 'controls without an accessible name');
+    // Nothing is asked of the service before the page knows whom it acts for.
+    await assert.doesNotReject(u.userId.waitFor());
+    assert.match(await u.status.textContent(), /Enter a user id/);
+  });
+
+  test('without an API key the service refuses, and the page asks for one', async () => {
+    await expectConsoleError(/status of 401/, async () => {
+      await signIn(page, { key: false });
+      await page.getByText('The service asks for an API key or token').waitFor();
+    });
+    // The field to fill in has the focus.
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'api-key');
+    await u.apiKey.fill(apiKey);
+    await page.keyboard.press('Enter');
+    await page.getByText('No threads yet.').waitFor();
+    assert.equal(await u.threads.count(), 0);
+  });
+
+  test('keyboard only: skip to the message box, Enter sends, and the reply streams in', async () => {
+    await page.reload();
+    await page.getByText('No threads yet.').waitFor();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement.textContent), 'Skip to the message box');
+    await page.keyboard.press('Enter');
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'message');
+    // The focus is visible.
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    assert.notEqual(outline, 'none');
+
+    const { text, partial } = await sendAndWatch(page, FIRST);
+    assert.match(text, /start my day well/);
+    assert.ok(partial.size >= 3, `the reply came in one piece (lengths seen while streaming: ${[...partial]})`);
+    assert.ok([...partial].some((n) => n < text.length), 'no partial reply was seen');
+    // The thread is listed under its first message, as the current one.
+    await page.getByRole('button', { name: new RegExp(FIRST.replace('?', '\\?')) }).waitFor();
+    assert.equal(await u.threads.count(), 1);
+    firstThread = await page.getByRole('button', { name: new RegExp(FIRST.replace('?', '\\?')) });
+    assert.equal(await firstThread.getAttribute('aria-current'), 'page');
+    assert.ok(await u.send.isEnabled());
+    assert.ok(await u.stop.isHidden());
+    // The reply can be read by assistive technology as it comes.
+    assert.equal(await u.log.getAttribute('role'), 'log');
+    await shot(page, 'desktop-first-reply');
+  });
+
+  test('the personality picker changes the voice of the next reply', async () => {
+    await u.personality.selectOption({ label: 'Guru' });
+    const sent = page.waitForRequest((r) => r.url().endsWith('/api/agents/companionAgent/stream') && r.method() === 'POST');
+    const { text } = await sendAndWatch(page, 'And how do I end it?');
+    const body = (await sent).postDataJSON();
+    assert.equal(body.runtimeContext.metadata.personality, 'guru');
+    assert.match(text, /^Breathe/, `not the guru's voice: ${text}`);
+    assert.equal(await u.personality.inputValue(), 'guru');
+  });
+
+  test('a new thread, and the weather as a card', async () => {
+    await u.personality.selectOption({ label: 'Friend' });
+    await u.newThread.click();
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'message');
+    assert.equal(await u.replies.count(), 0);
+    const { reply, text } = await sendAndWatch(page, WEATHER);
+    const card = reply.getByRole('figure', { name: 'Weather in Berlin' });
+    await card.waitFor();
+    const shown = await card.textContent();
+    for (const want of ['Berlin', '3.2 °C', 'Feels like', '-0.4 °C', 'Overcast', '14.8 km/h', 'gusts 29.5 km/h', '81 %']) {
+      assert.ok(shown.includes(want), `the card lacks ${JSON.stringify(want)}: ${shown}`);
+    }
+    assert.match(text, /In Berlin it is 3\.2°C/);
+    assert.equal(await u.threads.count(), 2);
+  });
+
+  test('a failing weather lookup shows a notice, and the reply goes on', async () => {
+    const { reply, text } = await sendAndWatch(page, BROKEN_WEATHER);
+    const notice = reply.getByRole('alert');
+    await notice.waitFor();
+    assert.match(await notice.textContent(), /^The weather lookup failed: weatherTool failed: the forecast service failed: HTTP 500/);
+    assert.equal(await reply.getByRole('figure').count(), 0);
+    assert.match(text, /Errorville/);
+    const path = await shot(page, 'desktop');
+    if (docsScreenshot) copyFileSync(path, docsScreenshot);
+  });
+
+  test('stop ends the reply mid-way, and nothing of it is kept', async () => {
+    const before = await u.replies.count();
+    await u.message.fill(LONG);
+    await page.keyboard.press('Enter');
+    const reply = u.replies.nth(before);
+    // Wait for the first words, then stop.
+    await reply.locator('.text').first().waitFor();
+    const cancelled = page.waitForResponse((r) => /\/runs\/[^/]+\/cancel/.test(r.url()));
+    await u.stop.click();
+    const res = await cancelled;
+    assert.equal(res.status(), 200);
+    assert.equal((await res.json()).cancelled, true);
+    await reply.getByText('Stopped. This part of the reply was not saved').waitFor();
+    assert.equal(await reply.getAttribute('aria-busy'), null);
+    assert.ok((await replyText(reply)).length > 0, 'nothing of the reply came before stop');
+    await idle(page);
+    await u.status.getByText('Stopped.').waitFor();
+    await shot(page, 'desktop-stopped');
+
+    // The stored thread has the message, waiting, and no reply to it.
+    await page.reload();
+    const last = u.asked.last();
+    await last.getByText(LONG).waitFor();
+    await last.getByText('Not answered yet').waitFor();
+  });
+
+  test('a stream cut by the network is resumed after the last event seen', async () => {
+    // The page's stream request gets the start of the real response and
+    // then ends, in the middle of an event, as a dropped connection does.
+    let full = '';
+    let cutAfter = 0;
+    await page.route('**/api/agents/companionAgent/stream', async (route) => {
+      const response = await route.fetch();
+      full = await response.text();
+      const events = parseSSE(full);
+      const texts = events.filter((e) => e.ev.type === 'text');
+      const cut = texts[Math.min(4, texts.length - 2)];
+      cutAfter = cut.id;
+      const upTo = full.indexOf(cut.raw) + cut.raw.length + 2;
+      const next = events[events.indexOf(cut) + 1].raw;
+      await route.fulfill({ response, body: full.slice(0, upTo) + next.slice(0, Math.floor(next.length / 2)) });
+    }, { times: 1 });
+    const resumed = page.waitForRequest((r) => /\/runs\/[^/]+\/stream/.test(r.url()));
+    const { text } = await sendAndWatch(page, 'Tell me about the sea.');
+    const req = await resumed;
+    assert.equal(req.method(), 'GET');
+    assert.equal(req.headers()['last-event-id'], String(cutAfter));
+    const want = parseSSE(full).filter((e) => e.ev.type === 'text').map((e) => e.ev.text).join('');
+    assert.equal(text, want, 'the resumed reply differs from the one the service sent');
+    await u.status.getByText('the reply was resumed').waitFor();
+    await page.unrouteAll();
+  });
+
+  test('after a reload, the threads and their history are there', async () => {
+    await page.reload();
+    await u.replies.first().waitFor();
+    assert.equal(await u.threads.count(), 2);
+    // The last thread opens again, with its card and its notice.
+    await page.getByRole('figure', { name: 'Weather in Berlin' }).waitFor();
+    await page.getByText(/^The weather lookup failed: weatherTool failed/).waitFor();
+    // The stopped message was answered by the next turn.
+    assert.equal(await page.getByText('Not answered yet').count(), 0);
+    assert.ok((await u.replies.last().textContent()).length > 0);
+    // The first thread, from the list.
+    await page.getByRole('button', { name: new RegExp(FIRST.replace('?', '\\?')) }).click();
+    await u.asked.first().getByText(FIRST).waitFor();
+    await u.replies.nth(1).getByText(/^Breathe/).waitFor();
+    assert.equal(await u.replies.count(), 2);
+    assert.equal(await page.getByRole('heading', { level: 2, name: FIRST }).count(), 1);
+    await shot(page, 'desktop-reloaded');
+  });
+});
+
+describe('web chat, phone-sized', () => {
+  let page;
+  let u;
+
+  before(async () => {
+    page = await newPage(PHONE, 'phone', { isMobile: true, hasTouch: true });
+    u = ui(page);
+  });
+
+  test('fits a 375 px wide screen, the threads open from a button, and a message gets its reply', async () => {
+    await page.goto(baseUrl + '/');
+    await signIn(page);
+    await u.replies.first().waitFor();
+    const wide = () => page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok((await wide()) <= PHONE.width, `the page is wider than the screen: ${await wide()} px`);
+    // The thread list is behind its button.
+    assert.ok(await u.newThread.isHidden());
+    assert.equal(await u.threadsToggle.getAttribute('aria-expanded'), 'false');
+    await u.threadsToggle.click();
+    assert.equal(await u.threadsToggle.getAttribute('aria-expanded'), 'true');
+    await u.newThread.waitFor();
+    assert.equal(await u.threads.count(), 2);
+    await shot(page, 'phone-threads');
+    await u.threads.getByRole('button', { name: new RegExp(FIRST.replace('?', '\\?')) }).click();
+    assert.ok(await u.newThread.isHidden());
+    await u.asked.first().getByText(FIRST).waitFor();
+
+    const { text } = await sendAndWatch(page, WEATHER);
+    assert.match(text, /Berlin/);
+    await page.getByRole('figure', { name: 'Weather in Berlin' }).last().waitFor();
+    assert.ok((await wide()) <= PHONE.width, `the page is wider than the screen: ${await wide()} px`);
+    // The message box and its buttons are on the screen.
+    for (const control of [u.message, u.send, u.personality]) {
+      const box = await control.boundingBox();
+      assert.ok(box && box.y >= 0 && box.y + box.height <= PHONE.height && box.x + box.width <= PHONE.width, 'a control is off the screen');
+    }
+    await shot(page, 'phone');
+  });
+});

@@ -1,0 +1,751 @@
+// The web chat page: a client of the companion API in plain JavaScript.
+//
+// It uses the API as any client would: the threads API for the thread list
+// and a thread's history, POST .../stream in the seed dialect for a turn
+// (Server-Sent Events read from fetch, since the request is a POST), the
+// run's resume stream with Last-Event-ID when the connection breaks, and the
+// run's cancel for the stop button. Every node is built with the DOM API and
+// text goes in as text: the page never parses HTML.
+
+const AGENT = '/api/agents/companionAgent';
+const PERSONALITIES = ['friend', 'guru', 'wanderer', 'philosopher'];
+// Resumes tried after a broken stream before giving up; the service keeps
+// an abandoned run going for -resume-grace (30 seconds by default).
+const MAX_RESUMES = 8;
+const TITLE_LENGTH = 60;
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  settingsBox: $('settings-box'),
+  settings: $('settings'),
+  resource: $('resource'),
+  apiKey: $('api-key'),
+  threadsToggle: $('threads-toggle'),
+  sidebar: $('sidebar'),
+  newThread: $('new-thread'),
+  threadList: $('thread-list'),
+  threadsEmpty: $('threads-empty'),
+  title: $('thread-title'),
+  whoami: $('whoami'),
+  status: $('status'),
+  conversation: $('conversation'),
+  composer: $('composer'),
+  personality: $('personality'),
+  message: $('message'),
+  send: $('send'),
+  stop: $('stop'),
+};
+
+const state = {
+  resource: '',
+  apiKey: '',
+  personality: 'friend',
+  // The thread shown, and the resource's threads as last listed.
+  threadId: '',
+  threads: [],
+  // The turn in progress (one at a time), or null.
+  run: null,
+  // A message refused before its run began, kept with its id so that
+  // sending it again cannot store it twice.
+  retry: null,
+  // Bumped on every thread switch: a history that arrives late is dropped.
+  shown: 0,
+};
+
+// Storage: the user id, personality and last thread survive the browser;
+// the API key stays in this tab only.
+const saved = {
+  get(area, key) {
+    try {
+      return window[area].getItem('companion.' + key) || '';
+    } catch {
+      return '';
+    }
+  },
+  set(area, key, value) {
+    try {
+      if (value) window[area].setItem('companion.' + key, value);
+      else window[area].removeItem('companion.' + key);
+    } catch {
+      // Storage may be off; the page works without it.
+    }
+  },
+};
+
+// ---------------------------------------------------------------- the API
+
+class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+function headers(extra = {}) {
+  // The seed dialect, whatever the service's default is.
+  const h = { 'X-Stream-Format': 'seed', ...extra };
+  if (state.apiKey) h.Authorization = 'Bearer ' + state.apiKey;
+  return h;
+}
+
+// url is path with the resource and params as its query.
+function url(path, params = {}) {
+  const q = new URLSearchParams();
+  if (state.resource) q.set('resourceId', state.resource);
+  for (const [k, v] of Object.entries(params)) q.set(k, v);
+  const s = q.toString();
+  return s ? path + '?' + s : path;
+}
+
+async function errorOf(res) {
+  let message = `HTTP ${res.status} ${res.statusText}`.trim();
+  try {
+    const body = await res.json();
+    if (body && typeof body.error === 'string') message = body.error;
+  } catch {
+    // Not the API's JSON error: keep the status line.
+  }
+  return new ApiError(res.status, message);
+}
+
+async function api(method, path, body) {
+  const init = { method, headers: headers() };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(path, init);
+  if (!res.ok) throw await errorOf(res);
+  return res.json();
+}
+
+const threadPath = (id) => '/api/memory/threads/' + encodeURIComponent(id);
+const runPath = (runId) => AGENT + '/runs/' + encodeURIComponent(runId);
+
+// ------------------------------------------------------- status and errors
+
+function setStatus(text, kind = '') {
+  els.status.textContent = text;
+  els.status.className = 'status' + (kind ? ' ' + kind : '');
+}
+
+// problem says what went wrong in the status line; a missing or refused
+// credential opens the settings at the field to fill in.
+function problem(err, what) {
+  if (err instanceof ApiError && err.status === 401) {
+    setStatus('The service asks for an API key or token: enter it in Settings. (' + err.message + ')', 'error');
+    els.settingsBox.open = true;
+    els.apiKey.focus();
+    return;
+  }
+  if (err instanceof ApiError && err.status === 403) {
+    setStatus(what + ': ' + err.message + '. Check the user id in Settings.', 'error');
+    return;
+  }
+  if (err instanceof ApiError) {
+    setStatus(what + ': ' + err.message, 'error');
+    return;
+  }
+  setStatus(what + ': the service could not be reached.', 'error');
+}
+
+// ready says whether the page knows whom it acts for: a user id, or a
+// credential that names one.
+const ready = () => Boolean(state.resource || state.apiKey);
+
+// ------------------------------------------------------------------ DOM
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') node.className = v;
+    else node.setAttribute(k, v === true ? '' : String(v));
+  }
+  node.append(...children.filter((c) => c !== undefined && c !== null));
+  return node;
+}
+
+// The conversation follows a growing reply while it is scrolled to its
+// end; a person who scrolled up to read stays where they are.
+let following = true;
+
+function nearBottom() {
+  const c = els.conversation;
+  return c.scrollHeight - c.scrollTop - c.clientHeight < 40;
+}
+
+function scrollDown(force = false) {
+  if (force) following = true;
+  if (following) els.conversation.scrollTop = els.conversation.scrollHeight;
+}
+
+function userMessage(text, pending = false) {
+  return el(
+    'article',
+    { class: 'msg user', 'aria-label': 'You' },
+    el('p', { class: 'who' }, 'You'),
+    el('p', { class: 'text' }, text),
+    pending ? el('p', { class: 'meta' }, 'Not answered yet') : null,
+  );
+}
+
+const number = (v, digits = 1) =>
+  typeof v === 'number' && Number.isFinite(v) ? v.toLocaleString(undefined, { maximumFractionDigits: digits }) : '?';
+
+// weatherCard shows a weatherTool result.
+function weatherCard(r) {
+  const place = typeof r.location === 'string' && r.location ? r.location : 'the place asked for';
+  const rows = [
+    ['Feels like', number(r.feelsLike) + ' °C'],
+    ['Conditions', typeof r.conditions === 'string' ? r.conditions : '?'],
+    ['Wind', number(r.windSpeed) + ' km/h' + (typeof r.windGust === 'number' ? ', gusts ' + number(r.windGust) + ' km/h' : '')],
+    ['Humidity', number(r.humidity, 0) + ' %'],
+  ];
+  const dl = el('dl');
+  for (const [k, v] of rows) dl.append(el('div', {}, el('dt', {}, k), el('dd', {}, v)));
+  return el(
+    'figure',
+    { class: 'weather', 'aria-label': 'Weather in ' + place },
+    el('figcaption', { class: 'place' }, place),
+    el('p', { class: 'temp' }, number(r.temperature) + ' °C'),
+    dl,
+  );
+}
+
+// Reply is one assistant message as it is drawn: text blocks, tool cards
+// and notices, in the order they came.
+class Reply {
+  constructor(live) {
+    this.live = live;
+    this.tools = new Map();
+    this.body = el('div', { class: 'body' });
+    this.article = el('article', { class: 'msg assistant', 'aria-label': 'Companion' }, el('p', { class: 'who' }, 'Companion'), this.body);
+    if (live) this.article.setAttribute('aria-busy', 'true');
+  }
+
+  text(t) {
+    let last = this.body.lastElementChild;
+    if (!last || !last.classList.contains('text')) {
+      last = el('p', { class: 'text' });
+      this.body.append(last);
+    }
+    last.append(t);
+  }
+
+  // tool is the card of a call, made when the call starts.
+  tool(id, name) {
+    let t = this.tools.get(id);
+    if (t) return t;
+    const label = name === 'weatherTool' ? 'Checking the weather…' : 'Using ' + name + '…';
+    const node = el('div', { class: 'tool pending', role: 'status' }, el('p', {}, label));
+    t = { name, node, args: '', done: false };
+    this.tools.set(id, t);
+    this.body.append(node);
+    return t;
+  }
+
+  toolArgs(id, name, args) {
+    const t = this.tool(id, name);
+    if (t.done) return;
+    const where = args && typeof args.location === 'string' ? args.location : '';
+    if (name === 'weatherTool' && where) t.node.firstChild.textContent = 'Checking the weather in ' + where + '…';
+  }
+
+  toolResult(id, name, result) {
+    const t = this.tool(id, name);
+    if (t.done) return;
+    t.done = true;
+    const node =
+      name === 'weatherTool' && result && typeof result === 'object'
+        ? weatherCard(result)
+        : el('p', { class: 'tool' }, 'Used ' + name + '.');
+    t.node.replaceWith(node);
+    t.node = node;
+  }
+
+  toolError(id, name, message) {
+    const t = this.tool(id, name || 'a tool');
+    if (t.done) return;
+    t.done = true;
+    const what = t.name === 'weatherTool' ? 'The weather lookup failed' : t.name + ' failed';
+    const node = this.noticeNode('error tool-error', what + ': ' + message);
+    t.node.replaceWith(node);
+    t.node = node;
+  }
+
+  noticeNode(kind, text) {
+    return el('p', { class: 'notice ' + kind, role: this.live ? 'alert' : null }, text);
+  }
+
+  notice(kind, text) {
+    this.body.append(this.noticeNode(kind, text));
+  }
+
+  finish(note) {
+    this.article.removeAttribute('aria-busy');
+    if (note) this.article.append(el('p', { class: 'meta' }, note));
+  }
+}
+
+// drawStored draws a message of the threads API.
+function drawStored(m) {
+  const parts = Array.isArray(m.parts) ? m.parts : [];
+  if (m.role === 'user') {
+    const text = parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
+    return userMessage(text, Boolean(m.metadata && m.metadata.pending));
+  }
+  if (m.role !== 'assistant') return null;
+  const r = new Reply(false);
+  for (const p of parts) {
+    if (p.type === 'text') r.text(p.text);
+    else if (typeof p.type === 'string' && p.type.startsWith('tool-')) {
+      const name = p.type.slice('tool-'.length);
+      r.toolArgs(p.toolCallId, name, p.input);
+      if (p.state === 'output-error') r.toolError(p.toolCallId, name, p.errorText || 'it failed');
+      else if (p.state === 'output-available') r.toolResult(p.toolCallId, name, p.output);
+    }
+  }
+  r.finish();
+  return r.article;
+}
+
+// --------------------------------------------------------------- threads
+
+function threadLabel(t) {
+  return t.title || 'Untitled thread';
+}
+
+function drawThreads() {
+  const items = state.threads.map((t) => {
+    const when = new Date(t.updatedAt || t.createdAt);
+    const button = el(
+      'button',
+      { type: 'button', class: 'thread', 'aria-current': t.id === state.threadId ? 'page' : null },
+      el('span', { class: 'thread-name' }, threadLabel(t)),
+      Number.isNaN(when.getTime())
+        ? null
+        : el('time', { class: 'thread-when', datetime: when.toISOString() }, when.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })),
+    );
+    button.addEventListener('click', () => {
+      openThread(t.id);
+      showSidebar(false);
+      els.message.focus();
+    });
+    return el('li', {}, button);
+  });
+  els.threadList.replaceChildren(...items);
+  els.threadsEmpty.hidden = items.length > 0;
+}
+
+async function loadThreads() {
+  if (!ready()) {
+    state.threads = [];
+    drawThreads();
+    return false;
+  }
+  try {
+    const list = await api(
+      'GET',
+      url('/api/memory/threads', { agentId: 'companionAgent', orderBy: 'updatedAt', sortDirection: 'DESC', perPage: '100' }),
+    );
+    state.threads = Array.isArray(list.threads) ? list.threads : [];
+    drawThreads();
+    return true;
+  } catch (err) {
+    problem(err, 'The threads could not be listed');
+    return false;
+  }
+}
+
+function newId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  // Outside a secure context (plain http on another host) randomUUID is
+  // missing; getRandomValues is not.
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function newThread() {
+  state.shown++;
+  state.threadId = newId();
+  saved.set('localStorage', 'thread', state.threadId);
+  els.title.textContent = 'New conversation';
+  els.conversation.replaceChildren();
+  drawThreads();
+}
+
+async function openThread(id) {
+  const shown = ++state.shown;
+  state.threadId = id;
+  saved.set('localStorage', 'thread', id);
+  const t = state.threads.find((x) => x.id === id);
+  els.title.textContent = t ? threadLabel(t) : 'New conversation';
+  els.conversation.replaceChildren();
+  drawThreads();
+  const run = state.run;
+  if (!t) {
+    // A new thread: nothing stored yet, unless its first reply is streaming.
+    if (run && run.threadId === id) els.conversation.append(run.reply.article);
+    return;
+  }
+  let page;
+  try {
+    page = await api('GET', url(threadPath(id) + '/messages', { perPage: '1000' }));
+  } catch (err) {
+    if (shown === state.shown) problem(err, 'The thread could not be loaded');
+    return;
+  }
+  if (shown !== state.shown) return;
+  const nodes = (page.messages || []).map(drawStored).filter(Boolean);
+  els.conversation.replaceChildren(...nodes);
+  // A reply still streaming into this thread goes on below its history.
+  if (run && run === state.run && run.threadId === id) els.conversation.append(run.reply.article);
+  scrollDown(true);
+}
+
+// nameThread titles a new thread after its first message.
+async function nameThread(id, text) {
+  const title = text.length > TITLE_LENGTH ? text.slice(0, TITLE_LENGTH - 1).trimEnd() + '…' : text;
+  try {
+    await api('PATCH', url(threadPath(id)), { title });
+  } catch {
+    // An untitled thread is still a thread.
+  }
+}
+
+// ------------------------------------------------------------- streaming
+
+// readEvents reads the run's Server-Sent Events from body and applies each
+// one it has not seen (ids are the run's event numbers: 1, 2, 3...). It
+// returns how many it applied; it throws when the connection breaks.
+async function readEvents(body, run) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = '';
+  let applied = 0;
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      // Lines end with \n, \r\n or \r; a \r at the very end may be the
+      // first half of \r\n, so it waits for the next chunk.
+      let text = buf + value;
+      const hold = text.endsWith('\r') ? '\r' : '';
+      text = text.slice(0, text.length - hold.length).replace(/\r\n?/g, '\n');
+      let end;
+      while ((end = text.indexOf('\n\n')) >= 0) {
+        const frame = text.slice(0, end);
+        text = text.slice(end + 2);
+        if (frame && applyFrame(frame, run)) applied++;
+        if (run.done) return applied;
+      }
+      buf = text + hold;
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  return applied;
+}
+
+function applyFrame(frame, run) {
+  let id = null;
+  const data = [];
+  for (const line of frame.split('\n')) {
+    if (line.startsWith(':')) continue;
+    const i = line.indexOf(':');
+    const field = i < 0 ? line : line.slice(0, i);
+    let value = i < 0 ? '' : line.slice(i + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'id') id = Number(value);
+    else if (field === 'data') data.push(value);
+  }
+  if (data.length === 0) return false;
+  if (id !== null && Number.isFinite(id)) {
+    if (id <= run.lastId) return false; // seen before a reconnect
+    run.lastId = id;
+  }
+  let ev;
+  try {
+    ev = JSON.parse(data.join('\n'));
+  } catch {
+    return false;
+  }
+  applyEvent(ev, run);
+  return true;
+}
+
+function applyEvent(ev, run) {
+  if (!run.runId && typeof ev.runId === 'string') {
+    run.runId = ev.runId;
+    if (run.stopRequested) cancel(run);
+  }
+  const p = ev.payload || {};
+  const r = run.reply;
+  switch (ev.type) {
+    case 'text':
+      r.text(ev.text);
+      break;
+    case 'tool-call-input-streaming-start':
+      r.tool(p.toolCallId, p.toolName);
+      break;
+    case 'tool-call':
+      r.toolArgs(p.toolCallId, p.toolName, p.args);
+      break;
+    case 'tool-result':
+      if (p.isError) r.toolError(p.toolCallId, p.toolName, (p.result && p.result.error) || 'it failed');
+      else r.toolResult(p.toolCallId, p.toolName, p.result);
+      break;
+    case 'error': {
+      const e = ev.error || {};
+      if (e.code === 'TOOL_ERROR') r.toolError(p.toolCallId, p.toolName, e.message || 'it failed');
+      else if (e.code === 'CANCELLED') run.cancelled = true;
+      else r.notice('error', 'The reply failed: ' + (e.message || e.code || 'an error'));
+      break;
+    }
+    case 'run-finish':
+      run.done = true;
+      run.finishReason = p.finishReason;
+      break;
+  }
+  scrollDown();
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// follow reads the run's stream from res to run-finish, resuming it with
+// Last-Event-ID each time the connection breaks before that.
+async function follow(run, res) {
+  let attempts = 0;
+  for (;;) {
+    let broke = null;
+    try {
+      if ((await readEvents(res.body, run)) > 0) attempts = 0;
+    } catch (err) {
+      broke = err;
+    }
+    if (run.done) return;
+    if (!run.runId) throw broke || new Error('the stream ended before the reply began');
+    res = null;
+    while (!res) {
+      attempts++;
+      if (attempts > MAX_RESUMES) throw new Error('the connection was lost and could not be resumed');
+      setStatus('The connection was lost: reconnecting…', 'warn');
+      await sleep(Math.min(250 * 2 ** (attempts - 1), 4000));
+      let r;
+      try {
+        r = await fetch(url(runPath(run.runId) + '/stream'), {
+          headers: headers({ 'Last-Event-ID': String(run.lastId), Accept: 'text/event-stream' }),
+        });
+      } catch {
+        continue; // still offline
+      }
+      if (r.ok) {
+        res = r;
+        run.resumed = true;
+        setStatus('Reconnected: the reply goes on.');
+      } else if (r.status === 404 || r.status === 401 || r.status === 403) {
+        throw await errorOf(r);
+      }
+    }
+  }
+}
+
+async function cancel(run) {
+  try {
+    await api('POST', url(runPath(run.runId) + '/cancel'));
+  } catch (err) {
+    problem(err, 'The reply could not be stopped');
+  }
+}
+
+function setBusy(busy) {
+  els.send.disabled = busy;
+  els.stop.hidden = !busy;
+  els.stop.disabled = !busy;
+  els.composer.setAttribute('aria-busy', busy ? 'true' : 'false');
+}
+
+async function send() {
+  const text = els.message.value.trim();
+  if (!text || state.run) return;
+  if (!ready()) {
+    setStatus('Enter a user id (or an API key or token) in Settings first.', 'error');
+    els.settingsBox.open = true;
+    els.resource.focus();
+    return;
+  }
+  if (!state.threadId) newThread();
+  const threadId = state.threadId;
+  const isNew = !state.threads.some((t) => t.id === threadId);
+  const messageId = state.retry && state.retry.text === text && state.retry.threadId === threadId ? state.retry.id : newId();
+  state.retry = null;
+
+  const user = userMessage(text);
+  const reply = new Reply(true);
+  const run = { threadId, runId: '', lastId: 0, done: false, cancelled: false, stopRequested: false, reply };
+  state.run = run;
+  els.conversation.append(user, reply.article);
+  scrollDown(true);
+  els.message.value = '';
+  setBusy(true);
+  setStatus('');
+
+  const body = {
+    messages: [{ id: messageId, role: 'user', content: text }],
+    threadId,
+    runtimeContext: { metadata: { personality: state.personality } },
+  };
+  if (state.resource) body.resourceId = state.resource;
+  try {
+    const res = await fetch(AGENT + '/stream', {
+      method: 'POST',
+      headers: headers({ 'Content-Type': 'application/json', Accept: 'text/event-stream' }),
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw await errorOf(res);
+    await follow(run, res);
+    if (run.cancelled) {
+      reply.finish('Stopped. This part of the reply was not saved; your message waits for the next turn.');
+      setStatus('Stopped.');
+    } else {
+      reply.finish();
+      if (run.resumed) setStatus('The connection broke and the reply was resumed where it stopped.');
+      else if (!els.status.classList.contains('error')) setStatus('');
+    }
+  } catch (err) {
+    if (!run.runId) {
+      // Refused before the run began: put the message back to send again.
+      user.remove();
+      reply.article.remove();
+      if (!els.message.value) els.message.value = text;
+      state.retry = { text, id: messageId, threadId };
+      problem(err, 'The message was not sent');
+    } else {
+      reply.finish();
+      reply.notice('error', 'The reply broke off: ' + err.message + '.');
+      setStatus('The reply broke off.', 'error');
+    }
+  }
+  // The turn is over once the thread list shows it: only then is the page
+  // ready for the next one.
+  if (run.runId) {
+    if (isNew) await nameThread(threadId, text);
+    await loadThreads();
+    if (state.threadId === threadId) {
+      const t = state.threads.find((x) => x.id === threadId);
+      if (t) els.title.textContent = threadLabel(t);
+    }
+  }
+  state.run = null;
+  setBusy(false);
+  if (document.activeElement === els.stop || document.activeElement === document.body) els.message.focus();
+}
+
+function stop() {
+  const run = state.run;
+  if (!run || run.stopRequested) return;
+  run.stopRequested = true;
+  els.stop.disabled = true;
+  setStatus('Stopping…');
+  // Before the first event the run has no id yet: it is cancelled as soon
+  // as one arrives.
+  if (run.runId) cancel(run);
+}
+
+// ----------------------------------------------------------------- layout
+
+function showSidebar(open) {
+  els.sidebar.classList.toggle('open', open);
+  els.threadsToggle.setAttribute('aria-expanded', String(open));
+}
+
+// ------------------------------------------------------------------ start
+
+async function applySettings() {
+  state.resource = els.resource.value.trim();
+  state.apiKey = els.apiKey.value.trim();
+  saved.set('localStorage', 'resource', state.resource);
+  saved.set('sessionStorage', 'apiKey', state.apiKey);
+  els.whoami.textContent = state.resource ? 'User ' + state.resource : state.apiKey ? 'User of the API key' : '';
+  if (!ready()) {
+    setStatus('Enter a user id to begin (and an API key or token if the service asks for one).');
+    state.threads = [];
+    drawThreads();
+    return;
+  }
+  setStatus('');
+  if (!(await loadThreads())) return;
+  els.settingsBox.open = false;
+  const last = saved.get('localStorage', 'thread');
+  if (last && state.threads.some((t) => t.id === last)) await openThread(last);
+  else if (state.threads.length > 0) await openThread(state.threads[0].id);
+  else newThread();
+}
+
+function wire() {
+  els.settings.addEventListener('submit', (e) => {
+    e.preventDefault();
+    applySettings().then(() => {
+      if (!els.settingsBox.open) els.message.focus();
+    });
+  });
+  els.personality.addEventListener('change', () => {
+    state.personality = PERSONALITIES.includes(els.personality.value) ? els.personality.value : 'friend';
+    saved.set('localStorage', 'personality', state.personality);
+  });
+  els.composer.addEventListener('submit', (e) => {
+    e.preventDefault();
+    send();
+  });
+  els.message.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      send();
+    }
+  });
+  els.stop.addEventListener('click', stop);
+  els.conversation.addEventListener('scroll', () => {
+    following = nearBottom();
+  });
+  document.addEventListener('keydown', (e) => {
+    if (e.key !== 'Escape') return;
+    if (state.run) stop();
+    else if (els.sidebar.classList.contains('open')) {
+      showSidebar(false);
+      els.threadsToggle.focus();
+    }
+  });
+  els.newThread.addEventListener('click', () => {
+    newThread();
+    showSidebar(false);
+    els.message.focus();
+  });
+  els.threadsToggle.addEventListener('click', () => {
+    const open = !els.sidebar.classList.contains('open');
+    showSidebar(open);
+    if (open) els.newThread.focus();
+  });
+}
+
+async function start() {
+  wire();
+  state.resource = saved.get('localStorage', 'resource');
+  state.apiKey = saved.get('sessionStorage', 'apiKey');
+  const p = saved.get('localStorage', 'personality');
+  state.personality = PERSONALITIES.includes(p) ? p : 'friend';
+  els.resource.value = state.resource;
+  els.apiKey.value = state.apiKey;
+  els.personality.value = state.personality;
+  if (!ready()) {
+    els.settingsBox.open = true;
+    setStatus('Enter a user id to begin (and an API key or token if the service asks for one).');
+    drawThreads();
+    return;
+  }
+  await applySettings();
+}
+
+start();
