@@ -1,12 +1,12 @@
 // Package postgres is the conversation store on PostgreSQL (pgx, pooled),
 // for running several instances of the service on one database.
 //
-// A turn holds its thread with a session advisory lock, so turns on one
-// thread never interleave across instances. The turn's reads and writes go
-// through the connection that holds the lock: if that connection breaks,
-// the lock and the writes go together. In front of the advisory lock, an
-// in-process queue lines up one instance's own requests for a thread, so
-// they wait without holding a connection each.
+// A turn holds its thread with a lease (a row of thread_leases, renewed
+// while the turn lasts), so turns on one thread never interleave across
+// instances, and a turn holds no connection while the model answers. Every
+// write of a turn checks in its transaction that the lease is still its
+// own. In front of the lease, an in-process queue lines up one instance's
+// own requests for a thread.
 package postgres
 
 import (
@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
@@ -41,23 +42,7 @@ const DefaultMaxConns = 25
 // Advisory lock keys are 64-bit hashes of a name that includes the schema,
 // so that deployments (and tests) in different schemas of one database do
 // not block each other.
-const (
-	threadKey  = `hashtextextended(current_schema() || '/thread/' || $1, 0)`
-	migrateKey = `hashtextextended(current_schema() || '/migrate', 0)`
-)
-
-// connWait is the least a turn waits for a free connection.
-const connWait = 5 * time.Second
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}
-
-// lockNotAvailable is PostgreSQL's error code for a lock_timeout.
-const lockNotAvailable = "55P03"
+const migrateKey = `hashtextextended(current_schema() || '/migrate', 0)`
 
 // Store is a memory.Store on PostgreSQL.
 type Store struct {
@@ -277,10 +262,19 @@ func (s *Store) Messages(ctx context.Context, threadID string, offset, limit int
 	return msgs, total, err
 }
 
+// Lease bounds how long a turn's hold on its thread outlives an instance
+// that stopped renewing it (a crash); renewals come every Lease/3.
+const Lease = 30 * time.Second
+
+// errLeaseLost is the error of a turn whose lease another instance took
+// (it was not renewed in time).
+var errLeaseLost = errors.New("the turn's hold on its thread was lost")
+
 // Lock implements memory.Store: first this instance's queue for the
-// thread, then the advisory lock that all instances share, both within
-// wait. The advisory lock's wait is bounded on the server (lock_timeout),
-// so a request that gives up leaves no waiter behind.
+// thread, then the lease that all instances share (thread_leases), both
+// within wait. Waiting for the lease polls, from 5 ms to 200 ms apart: a
+// thread busy on another instance is rare, one busy on this one waits in
+// the queue. The turn holds no connection while it lasts.
 func (s *Store) Lock(ctx context.Context, threadID string, wait time.Duration) (memory.Turn, error) {
 	deadline := time.Now().Add(wait)
 	release, err := s.locks.Acquire(ctx, threadID, wait)
@@ -290,7 +284,7 @@ func (s *Store) Lock(ctx context.Context, threadID string, wait time.Duration) (
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.lockShared(ctx, threadID, deadline)
+	t, err := s.lease(ctx, threadID, deadline)
 	if err != nil {
 		release()
 		return nil, err
@@ -299,68 +293,88 @@ func (s *Store) Lock(ctx context.Context, threadID string, wait time.Duration) (
 	return t, nil
 }
 
-func (s *Store) lockShared(ctx context.Context, threadID string, deadline time.Time) (*turn, error) {
-	// Waiting for a free connection is bounded apart from the turn's wait: a
-	// turn that may not wait at all still needs a connection to ask.
-	actx, cancel := context.WithDeadline(ctx, later(deadline, time.Now().Add(connWait)))
-	conn, err := s.pool.Acquire(actx)
-	cancel()
-	if err != nil {
-		if ctx.Err() == nil {
-			return nil, fmt.Errorf("no database connection became free for thread %q's turn: %w", threadID, err)
+func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) (*turn, error) {
+	owner := uuid.NewString()
+	pause := 5 * time.Millisecond
+	for {
+		var got string
+		err := s.pool.QueryRow(ctx, `INSERT INTO thread_leases (thread_id, owner, expires) VALUES ($1, $2, now() + $3::interval)
+			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+			WHERE thread_leases.expires < now() RETURNING owner`, threadID, owner, Lease.String()).Scan(&got)
+		switch {
+		case err == nil:
+			t := &turn{s: s, id: threadID, owner: owner, stop: make(chan struct{}), renewed: make(chan struct{})}
+			go t.renew()
+			return t, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("locking thread %q: %w", threadID, err)
 		}
-		return nil, err
-	}
-	remaining := time.Until(deadline).Milliseconds()
-	if remaining < 1 {
-		var ok bool
-		err = conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(`+threadKey+`)`, threadID).Scan(&ok)
-		if err == nil && !ok {
-			conn.Release()
+		left := time.Until(deadline)
+		if left <= 0 {
 			return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
 		}
-	} else {
-		// lock_timeout is set for this statement's transaction only; the
-		// subquery makes it take effect before the lock is asked for.
-		_, err = conn.Exec(ctx, `SELECT pg_advisory_lock(`+threadKey+`)
-			FROM (SELECT set_config('lock_timeout', $2, true) AS t) AS timeout WHERE timeout.t IS NOT NULL`,
-			threadID, fmt.Sprintf("%dms", remaining))
-	}
-	if err != nil {
-		conn.Release()
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == lockNotAvailable {
-			return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
-		}
-		if ctx.Err() != nil {
+		select {
+		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-time.After(min(pause, left)):
 		}
-		return nil, fmt.Errorf("locking thread %q: %w", threadID, err)
+		pause = min(2*pause, 200*time.Millisecond)
 	}
-	return &turn{id: threadID, conn: conn}, nil
 }
 
-// turn is a memory.Turn on the connection that holds the advisory lock.
+// turn is a memory.Turn held by a lease; its reads and writes go through
+// the pool, and its writes check that the lease is still its own.
 type turn struct {
-	id           string
-	conn         *pgxpool.Conn
+	s            *Store
+	id, owner    string
 	releaseLocal func()
 	once         sync.Once
+	stop         chan struct{}
+	renewed      chan struct{} // closed when the renewer has stopped
+}
+
+// renew extends the lease every Lease/3 until the turn ends.
+func (t *turn) renew() {
+	defer close(t.renewed)
+	tick := time.NewTicker(Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), Lease/3)
+			_, _ = t.s.pool.Exec(ctx, `UPDATE thread_leases SET expires = now() + $3::interval WHERE thread_id = $1 AND owner = $2`,
+				t.id, t.owner, Lease.String())
+			cancel()
+		}
+	}
 }
 
 func (t *turn) Unlock() {
 	t.once.Do(func() {
+		close(t.stop)
+		<-t.renewed
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		var ok bool
-		if err := t.conn.QueryRow(ctx, `SELECT pg_advisory_unlock(`+threadKey+`)`, t.id).Scan(&ok); err != nil || !ok {
-			// A connection that may still hold the lock must not go back to
-			// the pool; closing it ends the session and frees the lock.
-			_ = t.conn.Conn().Close(ctx)
-		}
-		t.conn.Release()
+		// A lease that cannot be deleted expires on its own.
+		_, _ = t.s.pool.Exec(ctx, `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2`, t.id, t.owner)
 		t.releaseLocal()
 	})
+}
+
+// holds checks, inside a transaction, that the turn's lease is its own,
+// and keeps it so until the transaction ends.
+func (t *turn) holds(ctx context.Context, tx pgx.Tx) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM thread_leases WHERE thread_id = $1 AND owner = $2 FOR UPDATE`, t.id, t.owner).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("thread %q: %w", t.id, errLeaseLost)
+	}
+	return err
 }
 
 func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error) {
@@ -368,7 +382,7 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
 	}
-	if _, err := t.conn.Exec(ctx, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
+	if _, err := t.s.pool.Exec(ctx, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
 		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt)); err != nil {
 		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
@@ -383,7 +397,10 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	}
 	cur := th
 	var out []memory.Message
-	err := pgx.BeginFunc(ctx, t.conn, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
+		if err := t.holds(ctx, tx); err != nil {
+			return err
+		}
 		// The reads go in one round trip.
 		var b pgx.Batch
 		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
@@ -444,14 +461,14 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 }
 
 func (t *turn) Thread(ctx context.Context) (memory.Thread, error) {
-	return scanThread(t.conn.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id))
+	return scanThread(t.s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id))
 }
 
 func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	msgs, err := queryMessages(ctx, t.conn, `SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, n)
+	msgs, err := queryMessages(ctx, t.s.pool, `SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, n)
 	if err != nil {
 		return nil, err
 	}
@@ -464,7 +481,7 @@ func (t *turn) Known(ctx context.Context, ids []string) (map[string]bool, error)
 	if len(ids) == 0 {
 		return known, nil
 	}
-	rows, err := t.conn.Query(ctx, `SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
+	rows, err := t.s.pool.Query(ctx, `SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
 	if err != nil {
 		return nil, fmt.Errorf("looking up message ids: %w", err)
 	}
@@ -483,7 +500,10 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 		return nil, nil
 	}
 	var out []memory.Message
-	err := pgx.BeginFunc(ctx, t.conn, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
+		if err := t.holds(ctx, tx); err != nil {
+			return err
+		}
 		var err error
 		out, err = appendTx(ctx, tx, t.id, msgs)
 		return err
@@ -493,7 +513,10 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 
 func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
 	var answered, stored []memory.Message
-	err := pgx.BeginFunc(ctx, t.conn, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
+		if err := t.holds(ctx, tx); err != nil {
+			return err
+		}
 		var err error
 		answered, err = queryMessages(ctx, tx, `UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
 		if err != nil {
@@ -516,7 +539,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 }
 
 func (t *turn) Delete(ctx context.Context) error {
-	if _, err := t.conn.Exec(ctx, `DELETE FROM threads WHERE id = $1`, t.id); err != nil {
+	if _, err := t.s.pool.Exec(ctx, `DELETE FROM threads WHERE id = $1`, t.id); err != nil {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)
 	}
 	return nil

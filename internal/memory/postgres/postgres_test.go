@@ -2,9 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,38 +38,73 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 3 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 4 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (3)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (4)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
 
-// TestLockTimeoutDoesNotLinger: the lock wait's lock_timeout ends with its
-// statement; the pooled connection goes back to normal.
-func TestLockTimeoutDoesNotLinger(t *testing.T) {
+// TestTurnsHoldNoConnection: turns hold their threads with leases, not
+// connections: with a pool of one connection, many turns on many threads
+// are held at once and each still reads and writes; a lease left by an
+// instance that stopped (it was not renewed) is taken once it expires.
+func TestTurnsHoldNoConnection(t *testing.T) {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, pgtest.URL(t)+"&pool_max_conns=1")
+	url := pgtest.URL(t)
+	s, err := postgres.Open(ctx, url+"&pool_max_conns=1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	turn, err := s.Lock(ctx, "t", 5e9)
+	var turns []memory.Turn
+	for i := range 20 {
+		turn, err := s.Lock(ctx, fmt.Sprint("t", i), time.Second)
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		turns = append(turns, turn)
+	}
+	for i, turn := range turns {
+		th := memory.Thread{ID: fmt.Sprint("t", i), ResourceID: "r", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+		if _, _, err := turn.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		turn.Unlock()
+	}
+	var held int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM thread_leases`).Scan(&held); err != nil || held != 0 {
+		t.Fatalf("%d leases left after every turn ended (%v)", held, err)
+	}
+	// A lease nobody renews expires; a turn that lost it cannot write.
+	stale, err := s.Lock(ctx, "x", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn.Unlock()
-	var timeout string
-	if err := s.Pool().QueryRow(ctx, `SHOW lock_timeout`).Scan(&timeout); err != nil || timeout != "0" {
-		t.Fatalf("lock_timeout is %q after a turn (%v), want 0", timeout, err)
+	if _, err := s.Pool().Exec(ctx, `UPDATE thread_leases SET expires = now() - interval '1 second' WHERE thread_id = 'x'`); err != nil {
+		t.Fatal(err)
 	}
-	var held int
-	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()`).Scan(&held); err != nil || held != 0 {
-		t.Fatalf("the connection still holds %d advisory locks (%v)", held, err)
+	other, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	taken, err := other.Lock(ctx, "x", time.Second)
+	if err != nil {
+		t.Fatalf("an expired lease was not taken: %v", err)
+	}
+	defer taken.Unlock()
+	th := memory.Thread{ID: "x", ResourceID: "r", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if _, _, err := stale.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
+		t.Fatalf("a turn that lost its lease wrote: %v", err)
+	}
+	stale.Unlock()
+	if _, _, err := taken.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }); err != nil {
+		t.Fatalf("the new holder cannot write: %v", err)
 	}
 }
 
