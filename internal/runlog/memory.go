@@ -14,6 +14,9 @@ const (
 	DefaultRetention  = 5 * time.Minute
 	DefaultMaxEntries = 100_000
 	DefaultMaxBytes   = 16 << 20
+	// DefaultMaxRetained bounds the bytes of the ended runs kept for their
+	// retention, all runs together.
+	DefaultMaxRetained = 64 << 20
 )
 
 // A follower on another instance announces itself every readerBeat while it
@@ -35,6 +38,11 @@ type MemoryOptions struct {
 	// MaxBytes bounds the total size of one run's entries: Append fails
 	// with ErrTooLong past it. DefaultMaxBytes when zero.
 	MaxBytes int
+	// MaxRetained bounds the bytes of the ended runs kept, all together:
+	// past it the runs that ended first are forgotten before their
+	// retention is over, so that a busy instance's memory stays bounded.
+	// DefaultMaxRetained when zero.
+	MaxRetained int
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -46,10 +54,13 @@ type MemoryOptions struct {
 // the runs in progress and those that ended within the retention. A run that
 // is never ended is never forgotten. It is safe for concurrent use.
 type Memory struct {
-	retention  time.Duration
-	maxEntries int
-	maxBytes   int
-	now        func() time.Time
+	retention   time.Duration
+	maxEntries  int
+	maxBytes    int
+	maxRetained int
+	now         func() time.Time
+	// retained is the bytes of the ended runs still kept.
+	retained int
 
 	mu    sync.Mutex
 	runs  map[string]*run
@@ -58,10 +69,11 @@ type Memory struct {
 
 var _ Log = (*Memory)(nil)
 
-// endedRun is when a run ended.
+// endedRun is when a run ended, and its size.
 type endedRun struct {
-	id string
-	at time.Time
+	id   string
+	at   time.Time
+	size int
 }
 
 // run is one run's log.
@@ -83,11 +95,12 @@ type run struct {
 // NewMemory returns an empty log.
 func NewMemory(opts MemoryOptions) *Memory {
 	m := &Memory{
-		retention:  opts.Retention,
-		maxEntries: opts.MaxEntries,
-		maxBytes:   opts.MaxBytes,
-		now:        opts.Now,
-		runs:       make(map[string]*run),
+		retention:   opts.Retention,
+		maxEntries:  opts.MaxEntries,
+		maxBytes:    opts.MaxBytes,
+		maxRetained: opts.MaxRetained,
+		now:         opts.Now,
+		runs:        make(map[string]*run),
 	}
 	if m.retention <= 0 {
 		m.retention = DefaultRetention
@@ -97,6 +110,9 @@ func NewMemory(opts MemoryOptions) *Memory {
 	}
 	if m.maxBytes <= 0 {
 		m.maxBytes = DefaultMaxBytes
+	}
+	if m.maxRetained <= 0 {
+		m.maxRetained = DefaultMaxRetained
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -144,12 +160,14 @@ func (m *Memory) lookup(runID string) (*run, error) {
 	return r, nil
 }
 
-// sweep forgets the runs whose retention is over. m.mu is held.
+// sweep forgets the runs whose retention is over, and the oldest ended
+// runs while those kept are over MaxRetained. m.mu is held.
 func (m *Memory) sweep() {
 	now := m.now()
 	i := 0
-	for ; i < len(m.ended) && !now.Before(m.ended[i].at.Add(m.retention)); i++ {
+	for ; i < len(m.ended) && (!now.Before(m.ended[i].at.Add(m.retention)) || m.retained > m.maxRetained); i++ {
 		delete(m.runs, m.ended[i].id)
+		m.retained -= m.ended[i].size
 		m.ended[i] = endedRun{}
 	}
 	m.ended = m.ended[i:] // append drops the head when it grows the array
@@ -292,7 +310,9 @@ func (w *memWriter) End(context.Context) error {
 	r.ended, r.endedAt = true, m.now()
 	close(r.wake)
 	r.wake = make(chan struct{})
-	m.ended = append(m.ended, endedRun{id: r.meta.RunID, at: r.endedAt})
+	m.ended = append(m.ended, endedRun{id: r.meta.RunID, at: r.endedAt, size: r.size})
+	m.retained += r.size
+	m.sweep()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package runlog_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -132,4 +133,34 @@ func TestMemoryStartsNow(t *testing.T) {
 	if got, err := m.Meta(ctxFor(t), "run-1"); err != nil || !got.Started.Equal(c.Now()) {
 		t.Fatalf("Meta: %+v, %v; want Started now", got, err)
 	}
+}
+
+// TestMemoryMaxRetained: past MaxRetained bytes of ended runs, the runs that
+// ended first are forgotten before their retention is over; runs in
+// progress never are.
+func TestMemoryMaxRetained(t *testing.T) {
+	m := runlog.NewMemory(runlog.MemoryOptions{Retention: time.Hour, MaxRetained: 100})
+	ctx := ctxFor(t)
+	live := start(t, m, "live")
+	if _, err := live.Append(ctx, make([]byte, 500)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		w := start(t, m, fmt.Sprint("run-", i))
+		if _, err := w.Append(ctx, make([]byte, 40)); err != nil {
+			t.Fatal(err)
+		}
+		end(t, w)
+	}
+	// 200 bytes ended; at most 100 kept: the last two runs.
+	for i := range 5 {
+		_, err := m.Meta(ctx, fmt.Sprint("run-", i))
+		if kept := err == nil; kept != (i >= 3) {
+			t.Errorf("run-%d kept: %v (%v)", i, kept, err)
+		}
+	}
+	if _, err := m.Meta(ctx, "live"); err != nil {
+		t.Fatalf("a run in progress was forgotten: %v", err)
+	}
+	end(t, live)
 }
