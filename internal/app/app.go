@@ -36,6 +36,7 @@ import (
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/openai"
+	"github.com/companionhq/companion/internal/openapi"
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
@@ -338,8 +339,21 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		StreamRetention: cfg.StreamRetention,
 		ResumeGrace:     cfg.ResumeGrace,
 	})
-	a.handler = a.api
+	a.handler = withDocument(a.api)
 	return a, nil
+}
+
+// withDocument serves the API's OpenAPI document at /openapi.json in front
+// of api, and everything else with api.
+func withDocument(api http.Handler) http.Handler {
+	doc := openapi.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == openapi.Path {
+			doc.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // newRateLimiter builds the request rate limiter of cfg: none without a
