@@ -32,6 +32,12 @@ import (
 // response's x-events. It counts what it saw, so that a test can require
 // every documented status and event to have been seen.
 
+// formats asserts the formats the document uses: date-time is built in,
+// uuid is added.
+var formats = []openapi3.SchemaValidationOption{
+	openapi3.WithStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForUUIDOfRFC9562)),
+}
+
 // sseDecoderOnce registers a body decoder for text/event-stream: the body
 // is a string to the document's media type schema; x-events describes its
 // frames, which the checker validates itself.
@@ -151,7 +157,7 @@ func (c *checker) check(t *testing.T, req *http.Request, reqBody []byte, res *ht
 	vreq := req.Clone(context.Background())
 	vreq.Body = io.NopCloser(bytes.NewReader(reqBody))
 	in := &openapi3filter.RequestValidationInput{Request: vreq, PathParams: params, Route: route,
-		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true}}
+		Options: &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, MultiError: true, SchemaValidationOptions: formats}}
 	if res.StatusCode < 300 {
 		// The service took the request: the document must too.
 		if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
@@ -199,7 +205,7 @@ func (c *checker) checkUnrouted(t *testing.T, what string, req *http.Request, re
 func (c *checker) checkResponse(t *testing.T, what string, in *openapi3filter.RequestValidationInput, res *http.Response, body []byte) {
 	t.Helper()
 	out := &openapi3filter.ResponseValidationInput{RequestValidationInput: in, Status: res.StatusCode, Header: res.Header,
-		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true}}
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, SchemaValidationOptions: formats}}
 	out.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("%s: the response does not match the document: %v\nheaders: %v\nbody: %s", what, err, res.Header, clip(body))
@@ -346,7 +352,8 @@ func (c *checker) checkEvents(t *testing.T, what string, op *openapi3.Operation,
 			t.Errorf("%s: %s frame %d is not JSON: %q", what, dialect, i, f.data)
 			continue
 		}
-		if err := spec.schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.VisitAsResponse(), openapi3.MultiErrors()); err != nil {
+		opts := append([]openapi3.SchemaValidationOption{openapi3.EnableJSONSchema2020(), openapi3.VisitAsResponse(), openapi3.MultiErrors()}, formats...)
+		if err := spec.schema.Value.VisitJSON(v, opts...); err != nil {
 			t.Errorf("%s: %s frame %d does not match %s: %v\n%s", what, dialect, i, spec.name, err, f.data)
 			continue
 		}
