@@ -36,6 +36,7 @@ import (
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/openai"
+	"github.com/companionhq/companion/internal/openapi"
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
@@ -342,9 +343,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		StreamRetention: cfg.StreamRetention,
 		ResumeGrace:     cfg.ResumeGrace,
 	})
-	a.handler = a.api
+	a.handler = withDocument(a.api)
 	if cfg.WebUI {
-		a.handler = withWebUI(a.api, web.Handler())
+		a.handler = withWebUI(a.handler, web.Handler())
 	}
 	return a, nil
 }
@@ -356,6 +357,19 @@ func withWebUI(api, page http.Handler) http.Handler {
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 			(r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/assets/")) {
 			page.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// withDocument serves the API's OpenAPI document at /openapi.json in front
+// of api, and everything else with api.
+func withDocument(api http.Handler) http.Handler {
+	doc := openapi.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == openapi.Path {
+			doc.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)

@@ -1,0 +1,573 @@
+package openapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	fakeopenai "github.com/companionhq/companion/fakes/openai"
+	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/openapi"
+	_ "github.com/companionhq/companion/internal/testkit"
+)
+
+// Why kin-openapi: it is maintained, loads and validates OpenAPI 3.1
+// documents, and validates requests and responses (openapi3filter) with a
+// JSON Schema 2020-12 validator for 3.1 documents, so that const, if/then
+// and type arrays are checked as 3.1 means them.
+
+const (
+	agent       = "/api/agents/companionAgent"
+	generate    = agent + "/generate"
+	streamPath  = agent + "/stream"
+	chatPath    = agent + "/chat"
+	threads     = "/api/memory/threads"
+	berlin      = "What's the weather in Berlin?"
+	errorville  = "What's the weather in Errorville?"
+	story       = "Tell me a long story about the sea."
+	resourceOne = "user-1"
+)
+
+var dialects = []string{"seed", "mastra", "ai-sdk"}
+
+// runBody is a run request of one user message on thread, for resourceOne,
+// with extra fields (",\"maxSteps\":1") appended.
+func runBody(thread, text string, extra ...string) string {
+	b, _ := json.Marshal(text)
+	return fmt.Sprintf(`{"threadId":%q,"resourceId":%q,"messages":[{"role":"user","content":%s}]%s}`, thread, resourceOne, b, strings.Join(extra, ""))
+}
+
+// chatBody is the AI SDK's chat request of one user message.
+func chatBody(chat, text string, extra ...string) string {
+	b, _ := json.Marshal(text)
+	return fmt.Sprintf(`{"id":%q,"resourceId":%q,"trigger":"submit-message","messages":[{"id":"ui-%s","role":"user","parts":[{"type":"text","text":%s}]}]%s}`,
+		chat, resourceOne, chat, b, strings.Join(extra, ""))
+}
+
+func format(d string) http.Header { return header("X-Stream-Format", d) }
+
+// owned is a query naming resourceOne.
+const owned = "?resourceId=" + resourceOne
+
+// TestDocument: the document is valid OpenAPI 3.1, and GET /openapi.json
+// serves it as JSON; other methods get 405.
+func TestDocument(t *testing.T) {
+	loadDocument(t)
+	var v map[string]any
+	if err := json.Unmarshal(openapi.Spec(), &v); err != nil || v["openapi"] != "3.1.0" {
+		t.Fatalf("Spec is not the document as JSON: %v", err)
+	}
+	svc := apptest.Start(t, nil)
+	res, body := svc.DoHeader(t, http.MethodGet, openapi.Path, "", header("X-Request-Id", "doc-1"))
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/json" || res.Header.Get("X-Request-Id") != "doc-1" || !bytes.Equal(body, openapi.Spec()) {
+		t.Fatalf("GET %s: %d %v", openapi.Path, res.StatusCode, res.Header)
+	}
+	res, body = svc.Do(t, http.MethodPost, openapi.Path, "")
+	if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" || !validRequestID(res.Header.Get("X-Request-Id")) || !strings.HasPrefix(string(body), `{"error":`) {
+		t.Fatalf("POST %s: %d %v %s", openapi.Path, res.StatusCode, res.Header, body)
+	}
+}
+
+// TestResponsesMatchTheDocument sends real requests to the whole service,
+// in every configuration needed to reach the statuses of the document,
+// and checks every exchange against it. Then every status the document
+// lists for an operation must have been seen (or be in untestable with
+// its reason), and every stream event of every dialect too.
+func TestResponsesMatchTheDocument(t *testing.T) {
+	c := newChecker(t)
+	t.Run("main", func(t *testing.T) { mainScenarios(t, c) })
+	t.Run("others", func(t *testing.T) {
+		t.Run("authentication", func(t *testing.T) { t.Parallel(); authScenarios(t, c) })
+		t.Run("rate limit", func(t *testing.T) { t.Parallel(); rateLimitScenarios(t, c) })
+		t.Run("headers too large", func(t *testing.T) { t.Parallel(); headerScenarios(t, c) })
+		t.Run("slow bodies", func(t *testing.T) { t.Parallel(); slowBodyScenarios(t, c) })
+		t.Run("busy thread", func(t *testing.T) { t.Parallel(); busyScenarios(t, c) })
+		t.Run("streams full", func(t *testing.T) { t.Parallel(); fullScenarios(t, c) })
+		t.Run("cancel", func(t *testing.T) { t.Parallel(); cancelScenarios(t, c) })
+		t.Run("run timeout", func(t *testing.T) { t.Parallel(); timeoutScenarios(t, c) })
+		t.Run("provider failures", func(t *testing.T) { t.Parallel(); providerScenarios(t, c) })
+		t.Run("store failure", func(t *testing.T) { t.Parallel(); storeScenarios(t, c) })
+	})
+	if t.Failed() {
+		return
+	}
+	checkCoverage(t, c)
+}
+
+// untestable lists the statuses the document gives operations that no
+// test here can cause, and why.
+var untestable = []struct {
+	ops    []string
+	status int
+	why    string
+}{
+	{[]string{"stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "health", "ready", "metrics"}, 500,
+		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (generate's 500, a reply that cannot be saved, is tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
+	{[]string{"cancelRun", "metrics"}, 503,
+		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
+}
+
+func checkCoverage(t *testing.T, c *checker) {
+	skip := map[string]string{}
+	for _, u := range untestable {
+		for _, op := range u.ops {
+			skip[op+" "+strconv.Itoa(u.status)] = u.why
+		}
+	}
+	for path, item := range c.doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for code := range op.Responses.Map() {
+				key := op.OperationID + " " + code
+				_, excused := skip[key]
+				switch {
+				case c.statuses[key] && excused:
+					t.Errorf("%s %s answered %s, which untestable says cannot happen: drop it from the table", method, path, code)
+				case !c.statuses[key] && !excused:
+					t.Errorf("%s %s: status %s is in the document but no test saw it (test it, or say in untestable why it cannot be)", method, path, code)
+				}
+				delete(skip, key)
+			}
+		}
+	}
+	for key := range skip {
+		t.Errorf("untestable names %q, which the document does not list", key)
+	}
+	if !c.statuses["unrouted 404"] || !c.statuses["unrouted 405"] {
+		t.Errorf("the x-unrouted answers were not both seen: %v, %v", c.statuses["unrouted 404"], c.statuses["unrouted 405"])
+	}
+	// Every event of every dialect, and every error code.
+	for _, union := range []string{"SeedEvent", "MastraChunk", "UIMessageChunk"} {
+		for _, branch := range c.doc.Components.Schemas[union].Value.OneOf {
+			name := strings.TrimPrefix(branch.Ref, "#/components/schemas/")
+			if !c.events[name] {
+				t.Errorf("no stream sent a %s (%s)", name, union)
+			}
+		}
+	}
+	for _, code := range c.doc.Components.Schemas["ErrorCode"].Value.Enum {
+		if !c.events[fmt.Sprint("SeedError ", code)] {
+			t.Errorf("no seed stream sent an error event with code %v", code)
+		}
+	}
+	mastraCodes := c.doc.Components.Schemas["MastraError"].Value.Properties["payload"].Value.Properties["error"].Value.Properties["code"].Value.Enum
+	for _, code := range mastraCodes {
+		if !c.events[fmt.Sprint("MastraError ", code)] {
+			t.Errorf("no mastra stream sent an error chunk with code %v", code)
+		}
+	}
+}
+
+// mainScenarios: the default configuration (no authentication, no limits
+// beyond the defaults).
+func mainScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, nil)
+	do := func(method, path, body string, status int, kv ...string) {
+		t.Helper()
+		res, b := c.do(t, svc, method, path, body, header(kv...))
+		want(t, res, b, status)
+	}
+
+	do("GET", "/health", "", 200)
+	do("GET", "/ready", "", 200)
+	do("GET", "/openapi.json", "", 200)
+	do("GET", "/no/such/route", "", 404)
+	do("DELETE", "/health", "", 405)
+
+	// generate: each personality and both ways to name one, content as
+	// parts, a system message, a message id; the weather tool, its
+	// failure, the step limit and the token limit.
+	do("POST", generate, `{"threadId":"g-guru","resourceId":"user-1","runtimeContext":{"metadata":{"personality":"guru","userId":"user-1"}},"messages":[{"role":"system","content":"Be brief."},{"id":"m-1","role":"user","content":[{"type":"text","text":"How can I find calm?"}]}]}`, 200)
+	do("POST", generate, `{"threadId":"g-wanderer","messages":[{"role":"user","content":"Where next?"}],"tracingOptions":{"metadata":{"personality":"wanderer"}},"someFieldOfAnotherClient":1}`, 200)
+	do("POST", generate, runBody("g-philosopher", "Kind or right?", `,"runtimeContext":{"metadata":{"personality":"philosopher"}}`), 200)
+	do("POST", generate, runBody("g-weather", berlin), 200)
+	do("POST", generate, runBody("g-errorville", errorville), 200)
+	do("POST", generate, runBody("g-max-steps", berlin, `,"maxSteps":1`), 200)
+	do("POST", generate, runBody("g-length", story, `,"modelSettings":{"maxOutputTokens":12}`), 200)
+	// 409: every message of the request is stored and answered.
+	do("POST", generate, `{"threadId":"g-guru","resourceId":"user-1","messages":[{"id":"m-1","role":"user","content":"How can I find calm?"}]}`, 409)
+	for _, body := range []string{``, `{"messages":[{"role":"user","content":"Hello"}]}`, `{"messages":[{"role":"user","content":"Hello"}],"threadId":`,
+		`["Hello"]`, `{"messages":[],"threadId":"t"}`, `{"messages":[{"role":"tool","content":"x"}],"threadId":"t"}`,
+		runBody("t", "Ahoy", `,"runtimeContext":{"metadata":{"personality":"pirate"}}`), `{"threadId":"t","threadId":"u","messages":[{"role":"user","content":"Hi"}]}`} {
+		do("POST", generate, body, 400)
+		do("POST", streamPath, body, 400)
+	}
+	do("POST", streamPath, runBody("g-weather", berlin), 400, "X-Stream-Format", "carrier-pigeon")
+	// 403: another resource's thread; 404: another agent.
+	foreign := `{"threadId":"g-weather","resourceId":"user-2","messages":[{"role":"user","content":"Hi"}]}`
+	do("POST", generate, foreign, 403)
+	do("POST", streamPath, foreign, 403)
+	do("POST", chatPath, `{"id":"g-weather","resourceId":"user-2","messages":[{"role":"user","parts":[{"type":"text","text":"Hi"}]}]}`, 403)
+	for _, p := range []string{"/api/agents/otherAgent/generate", "/api/agents/otherAgent/stream", "/api/agents/otherAgent/chat"} {
+		do("POST", p, runBody("t", "Hi"), 404)
+	}
+	// 413 and 415, on every route that reads a body.
+	huge := runBody("big", strings.Repeat("x", 1<<20))
+	for _, p := range []string{generate, streamPath, chatPath, threads + "/g-weather" + owned} {
+		method := "POST"
+		if strings.HasPrefix(p, threads) {
+			method = "PATCH"
+		}
+		do(method, p, huge, 413)
+		do(method, p, `{"title":"x"}`, 415, "Content-Type", "application/xml")
+	}
+
+	// Streams in every dialect: the weather, its failure, the token limit.
+	var runID string
+	for _, d := range dialects {
+		for i, q := range []struct{ text, extra string }{{berlin, ""}, {errorville, ""}, {story, `,"modelSettings":{"maxOutputTokens":12}`}} {
+			s := c.open(t, svc, "POST", streamPath, runBody(fmt.Sprintf("s-%s-%d", d, i), q.text, q.extra), format(d))
+			frames := s.finish(t)
+			if d == "seed" && q.text == berlin {
+				var ev struct{ RunID string }
+				_ = json.Unmarshal([]byte(frames[0]), &ev)
+				runID = ev.RunID
+			}
+		}
+		// 409 on a stream: already stored and answered.
+		do("POST", streamPath, `{"threadId":"g-guru","resourceId":"user-1","messages":[{"id":"m-1","role":"user","content":"How can I find calm?"}]}`, 409, "X-Stream-Format", d)
+	}
+	// The chat endpoint.
+	c.open(t, svc, "POST", chatPath, chatBody("chat-1", berlin), nil).finish(t)
+	c.open(t, svc, "POST", chatPath, chatBody("chat-2", "Hello there"), header("X-Personality", "guru")).finish(t)
+	do("POST", chatPath, `{"id":"chat-1","resourceId":"user-1","trigger":"regenerate-message","messages":[{"role":"user","parts":[{"type":"text","text":"Again"}]}]}`, 409)
+	do("POST", chatPath, `{"messages":[{"role":"user","parts":[{"type":"text","text":"Hi"}]}]}`, 400)
+
+	// Resuming and cancelling a run.
+	if runID == "" {
+		t.Fatal("no run id from the seed stream")
+	}
+	runs := agent + "/runs/" + runID
+	for _, d := range dialects {
+		c.open(t, svc, "GET", runs+"/stream"+owned, "", header("X-Stream-Format", d, "Last-Event-ID", "3")).finish(t)
+	}
+	frames := c.open(t, svc, "GET", runs+"/stream"+owned, "", nil).finish(t)
+	if !strings.Contains(frames[0], `"type":"start"`) {
+		t.Errorf("a resume without Last-Event-ID does not start from the first event: %s", frames[0])
+	}
+	do("GET", runs+"/stream"+owned, "", 400, "Last-Event-ID", "three")
+	do("GET", runs+"/stream"+owned, "", 400, "X-Stream-Format", "smoke-signals")
+	do("GET", runs+"/stream?resourceId=user-2", "", 403)
+	do("GET", agent+"/runs/no-such-run/stream"+owned, "", 404)
+	do("GET", "/api/agents/otherAgent/runs/"+runID+"/stream"+owned, "", 404)
+	do("POST", runs+"/cancel"+owned, "", 200)
+	do("POST", runs+"/cancel?resourceId=user-1&resourceId=user-1", "", 400)
+	do("POST", runs+"/cancel", "", 403)
+	do("POST", agent+"/runs/no-such-run/cancel"+owned, "", 404)
+
+	// The threads API, in both shapes.
+	do("GET", threads+owned+"&agentId=companionAgent&perPage=2&orderBy=updatedAt&sortDirection=ASC", "", 200)
+	do("GET", threads+owned, "", 200, "X-Stream-Format", "mastra")
+	do("GET", threads, "", 400)
+	do("GET", threads+owned+"&perPage=0", "", 400)
+	do("GET", threads+owned+"&agentId=otherAgent", "", 404)
+	do("GET", threads+"/g-errorville"+owned, "", 200)
+	do("GET", threads+"/g-errorville?resourceId=a&resourceId=b", "", 400)
+	do("GET", threads+"/g-errorville?resourceId=user-2", "", 403)
+	do("GET", threads+"/no-such-thread"+owned, "", 404)
+	for _, th := range []string{"g-errorville", "g-max-steps", "g-guru", "s-seed-0", "chat-1"} {
+		do("GET", threads+"/"+th+"/messages"+owned, "", 200)
+		do("GET", threads+"/"+th+"/messages?resourceid="+resourceOne, "", 200, "X-Stream-Format", "mastra")
+	}
+	do("GET", threads+"/g-weather/messages"+owned+"&perPage=1001", "", 400)
+	do("GET", threads+"/g-weather/messages", "", 403)
+	do("GET", threads+"/no-such-thread/messages"+owned, "", 404)
+	do("PATCH", threads+"/g-weather"+owned, `{"title":"Weather in Berlin","metadata":{"topic":"weather"}}`, 200)
+	do("PATCH", threads+"/g-weather"+owned, `{"title":"Berlin"}`, 200, "Content-Type", "text/plain;charset=UTF-8")
+	do("PATCH", threads+"/g-weather"+owned, `{}`, 400)
+	do("PATCH", threads+"/g-weather?resourceId=user-2", `{"title":"Mine"}`, 403)
+	do("PATCH", threads+"/no-such-thread"+owned, `{"title":"x"}`, 404)
+	do("DELETE", threads+"/g-length"+owned, "", 200)
+	do("DELETE", threads+"/g-length?resourceId=a&resourceId=b", "", 400)
+	do("DELETE", threads+"/g-weather?resourceId=user-2", "", 403)
+	do("DELETE", threads+"/g-length"+owned, "", 404)
+	do("GET", "/metrics", "", 200)
+}
+
+// authScenarios: with an API key for user-1, every route but the probes
+// wants a credential.
+func authScenarios(t *testing.T, c *checker) {
+	keys := filepath.Join(t.TempDir(), "keys.txt")
+	if err := os.WriteFile(keys, []byte("k3y-for-user-1 user-1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.APIKeysFile = keys })
+	bearer := header("Authorization", "Bearer k3y-for-user-1")
+	res, b := c.do(t, svc, "POST", generate, `{"threadId":"a-1","messages":[{"role":"user","content":"Hi"}]}`, bearer)
+	want(t, res, b, 200)
+	for _, r := range everyOperation("a-1", "no-run") {
+		if r.path == "/health" || r.path == "/ready" || r.path == openapi.Path {
+			continue
+		}
+		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
+		want(t, res, b, 401)
+		res, b = c.do(t, svc, r.method, r.path, r.body, header("Authorization", "Bearer not-a-key"))
+		want(t, res, b, 401)
+	}
+	res, b = c.do(t, svc, "GET", threads+"?resourceId=user-2", "", bearer)
+	want(t, res, b, 403)
+	res, b = c.do(t, svc, "GET", "/health", "", nil)
+	want(t, res, b, 200)
+}
+
+// operation is one request per documented operation, with path
+// parameters filled in.
+type operation struct{ method, path, body string }
+
+func everyOperation(thread, run string) []operation {
+	return []operation{
+		{"POST", generate, runBody(thread, "Hi")},
+		{"POST", streamPath, runBody(thread, "Hi")},
+		{"POST", chatPath, chatBody(thread, "Hi")},
+		{"GET", agent + "/runs/" + run + "/stream" + owned, ""},
+		{"POST", agent + "/runs/" + run + "/cancel" + owned, ""},
+		{"GET", threads + owned, ""},
+		{"GET", threads + "/" + thread + owned, ""},
+		{"PATCH", threads + "/" + thread + owned, `{"title":"x"}`},
+		{"DELETE", threads + "/" + thread + owned, ""},
+		{"GET", threads + "/" + thread + "/messages" + owned, ""},
+		{"GET", "/health", ""},
+		{"GET", "/ready", ""},
+		{"GET", "/metrics", ""},
+		{"GET", openapi.Path, ""},
+	}
+}
+
+// rateLimitScenarios: one request a minute per address: the second gets
+// 429 on every rate-limited route.
+func rateLimitScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.RateLimit = 1 })
+	res, b := c.do(t, svc, "GET", threads+owned, "", nil)
+	want(t, res, b, 200)
+	for _, r := range everyOperation("r-1", "no-run") {
+		status := 429
+		if r.path == "/health" || r.path == "/ready" || r.path == openapi.Path {
+			status = 200
+		}
+		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
+		want(t, res, b, status)
+	}
+}
+
+// headerScenarios: headers past -max-header-bytes get 431 on every route
+// of the API.
+func headerScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, nil)
+	big := header("X-Padding", strings.Repeat("p", 70<<10))
+	for _, r := range everyOperation("h-1", "no-run") {
+		if r.path == openapi.Path {
+			continue // served in front of the API: the HTTP server's limit only
+		}
+		res, b := c.do(t, svc, r.method, r.path, r.body, big)
+		want(t, res, b, 431)
+	}
+}
+
+// slowBodyScenarios: a body that does not arrive within
+// -body-read-timeout gets 408, on every route that reads one.
+func slowBodyScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.BodyReadTimeout = 200 * time.Millisecond })
+	addr := strings.TrimPrefix(svc.URL, "http://")
+	for _, r := range []operation{{"POST", generate, ""}, {"POST", streamPath, ""}, {"POST", chatPath, ""}, {"PATCH", threads + "/slow" + owned, ""}} {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = fmt.Fprintf(conn, "%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", r.method, r.path, addr)
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		req, _ := http.NewRequest(r.method, svc.URL+r.path, nil)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			t.Fatalf("%s %s with a slow body: %v", r.method, r.path, err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		conn.Close()
+		want(t, res, b, 408)
+		c.check(t, req, nil, res, b)
+	}
+}
+
+// busyScenarios: with -lock-wait 0, a turn on a thread another turn holds
+// is refused with 409, and so is deleting the thread.
+func busyScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.LockWait = 0; cfg.FakeTokenDelay = 50 * time.Millisecond })
+	s := c.open(t, svc, "POST", streamPath, runBody("busy", story), nil)
+	s.until(t, `"type":"text"`)
+	for _, r := range []operation{{"POST", generate, runBody("busy", "Hi")}, {"POST", streamPath, runBody("busy", "Hi")},
+		{"POST", chatPath, chatBody("busy", "Hi")}, {"DELETE", threads + "/busy" + owned, ""}} {
+		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
+		want(t, res, b, 409)
+	}
+	s.finish(t)
+}
+
+// fullScenarios: with -max-streams 1 and one stream open, another stream
+// gets 503 with Retry-After.
+func fullScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.MaxStreams = 1; cfg.FakeTokenDelay = 50 * time.Millisecond })
+	s := c.open(t, svc, "POST", streamPath, runBody("full", story), nil)
+	f, _ := s.next()
+	var ev struct{ RunID string }
+	_ = json.Unmarshal([]byte(f.data), &ev)
+	for _, r := range []operation{{"POST", streamPath, runBody("full-2", "Hi")}, {"POST", chatPath, chatBody("full-3", "Hi")},
+		{"GET", agent + "/runs/" + ev.RunID + "/stream" + owned, ""}} {
+		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
+		want(t, res, b, 503)
+		if res.Header.Get("Retry-After") != "1" {
+			t.Errorf("%s %s: Retry-After %q, want 1", r.method, r.path, res.Header.Get("Retry-After"))
+		}
+	}
+	s.finish(t)
+}
+
+// cancelScenarios: a run cancelled mid-stream ends every stream that
+// reads it, in each dialect, with its error (CANCELLED) and terminal
+// frames. The run is started in the seed dialect, whose events carry its
+// id, and read in the others by resuming it.
+func cancelScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.FakeTokenDelay = 50 * time.Millisecond })
+	seed := c.open(t, svc, "POST", streamPath, runBody("cancel", story), nil)
+	f, _ := seed.next()
+	var ev struct{ RunID string }
+	if err := json.Unmarshal([]byte(f.data), &ev); err != nil || ev.RunID == "" {
+		t.Fatalf("the first frame names no run: %q", f.data)
+	}
+	readers := []*stream{seed}
+	for _, d := range []string{"mastra", "ai-sdk"} {
+		s := c.open(t, svc, "GET", agent+"/runs/"+ev.RunID+"/stream"+owned, "", format(d))
+		s.until(t, "text-delta")
+		readers = append(readers, s)
+	}
+	res, b := c.do(t, svc, "POST", agent+"/runs/"+ev.RunID+"/cancel"+owned, "", nil)
+	want(t, res, b, 200)
+	for _, s := range readers {
+		if all := strings.Join(s.finish(t), "\n"); !strings.Contains(all, "cancelled") {
+			t.Errorf("the cancelled run's stream does not say so:\n%s", all)
+		}
+	}
+}
+
+// timeoutScenarios: a run past -max-run-duration ends its stream with
+// RUN_TIMEOUT in every dialect; generate answers 504.
+func timeoutScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) {
+		cfg.Limits.MaxRunDuration = 300 * time.Millisecond
+		cfg.FakeTokenDelay = 30 * time.Millisecond
+	})
+	for _, d := range dialects {
+		frames := c.open(t, svc, "POST", streamPath, runBody("timeout-"+d, story), format(d)).finish(t)
+		if all := strings.Join(frames, "\n"); !strings.Contains(all, "RUN_TIMEOUT") && !strings.Contains(all, "took longer") {
+			t.Errorf("%s: the stream does not end with the run's timeout:\n%s", d, all)
+		}
+	}
+	res, b := c.do(t, svc, "POST", generate, runBody("timeout-generate", story), nil)
+	want(t, res, b, 504)
+}
+
+// providerScenarios: a real provider (OpenAI's API, faked) that fails gets
+// 502, 503 or 504 before the stream starts, and MODEL_ERROR after.
+func providerScenarios(t *testing.T, c *checker) {
+	start := func(faults ...upstream.Fault) *apptest.Service {
+		fake := httptest.NewServer(fakeopenai.New(upstream.Options{Faults: faults}))
+		t.Cleanup(fake.Close)
+		return apptest.Start(t, func(cfg *app.Config) {
+			cfg.Model, cfg.ModelBaseURL, cfg.OpenAIAPIKey = "openai/gpt-4o-mini", fake.URL+"/v1", "sk-test-0123456789abcdef"
+			cfg.ModelRetryDelay, cfg.ModelRetryBudget, cfg.ModelFirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 300*time.Millisecond
+		})
+	}
+	times := func(n int, f upstream.Fault) []upstream.Fault { return slices.Repeat([]upstream.Fault{f}, n) }
+	for _, tc := range []struct {
+		name   string
+		faults []upstream.Fault
+		status int
+	}{
+		// Three attempts per request, three requests.
+		{"server error", times(9, upstream.Fault{Kind: upstream.FaultStatus, Status: 500}), 502},
+		// A provider that asks to wait longer than the retry budget: no retry.
+		{"overloaded", times(3, upstream.Fault{Kind: upstream.FaultStatus, Status: 503, RetryAfter: "30"}), 503},
+		// No first token in time: no retry.
+		{"no first token", times(3, upstream.Fault{Kind: upstream.FaultHang}), 504},
+	} {
+		svc := start(tc.faults...)
+		for _, r := range []operation{{"POST", generate, runBody("p-1", "Hello")}, {"POST", streamPath, runBody("p-2", "Hello")}, {"POST", chatPath, chatBody("p-3", "Hello")}} {
+			res, b := c.do(t, svc, r.method, r.path, r.body, nil)
+			want(t, res, b, tc.status)
+			if tc.status == 503 && res.Header.Get("Retry-After") != "30" {
+				t.Errorf("%s: %s %s: Retry-After %q, want the provider's 30", tc.name, r.method, r.path, res.Header.Get("Retry-After"))
+			}
+		}
+	}
+	// Cut in the middle of the answer: in-band, in every dialect.
+	svc := start(times(3, upstream.Fault{Kind: upstream.FaultCut, After: 3})...)
+	for _, d := range dialects {
+		frames := c.open(t, svc, "POST", streamPath, runBody("cut-"+d, "Hello"), format(d)).finish(t)
+		if all := strings.Join(frames, "\n"); !strings.Contains(all, "model failed") {
+			t.Errorf("%s: the stream does not report the model's failure:\n%s", d, all)
+		}
+	}
+}
+
+// storeScenarios: the database closes under runs in progress: their
+// replies cannot be saved (streams: INTERNAL_ERROR; generate: 500); then
+// every route that needs the database answers 503.
+func storeScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.FakeTokenDelay = 50 * time.Millisecond })
+	res, b := c.do(t, svc, "POST", generate, runBody("kept", "Hi"), nil)
+	want(t, res, b, 200)
+	var streams []*stream
+	for _, d := range dialects {
+		s := c.open(t, svc, "POST", streamPath, runBody("lost-"+d, story), format(d))
+		s.until(t, "text")
+		streams = append(streams, s)
+	}
+	generated := make(chan struct{})
+	go func() {
+		defer close(generated)
+		res, b := c.do(t, svc, "POST", generate, runBody("lost-generate", story), nil)
+		if res.StatusCode != 500 {
+			t.Errorf("generate whose reply cannot be saved: %d %s, want 500", res.StatusCode, b)
+		}
+	}()
+	// The generate run has stored its message (pending) once the thread
+	// lists it; then the store goes.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, b := c.do(t, svc, "GET", threads+"/lost-generate/messages"+owned, "", nil)
+		if res.StatusCode == 200 && strings.Contains(string(b), `"pending":true`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the generate run did not start: %d %s", res.StatusCode, b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := svc.App.Close(); err != nil {
+		t.Logf("closing the app: %v", err)
+	}
+	for _, s := range streams {
+		if all := strings.Join(s.finish(t), "\n"); !strings.Contains(all, "could not be saved") {
+			t.Errorf("the stream does not say the reply could not be saved:\n%s", all)
+		}
+	}
+	<-generated
+	for _, r := range []operation{{"GET", "/ready", ""}, {"POST", generate, runBody("new", "Hi")},
+		{"GET", threads + owned, ""}, {"GET", threads + "/kept" + owned, ""}, {"GET", threads + "/kept/messages" + owned, ""},
+		{"PATCH", threads + "/kept" + owned, `{"title":"x"}`}, {"DELETE", threads + "/kept" + owned, ""}} {
+		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
+		want(t, res, b, 503)
+	}
+}
