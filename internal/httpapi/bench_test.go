@@ -51,7 +51,7 @@ func BenchmarkEncode(b *testing.B) {
 		b.Run(format, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				w, err := newFrameWriter(httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil), newDialect(format, "r"))
+				w, err := newFrameWriter(httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil), newDialect(format, "r"), "r")
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -180,6 +181,7 @@ func (d *mastraDialect) output(u model.Usage) mastraOutput {
 // start-step, text-start/-delta/-end, tool-input-start/-delta/-available,
 // tool-output-available or -error, finish-step, finish, then [DONE].
 type aisdkDialect struct {
+	runID  string
 	textID string
 	blocks int
 }
@@ -191,17 +193,24 @@ func (*aisdkDialect) trailer() string       { return "[DONE]" }
 // aisdkChunk is one chunk of the UI message stream; the fields its type
 // needs are set.
 type aisdkChunk struct {
-	Type           string          `json:"type"`
-	ID             string          `json:"id,omitempty"`
-	Delta          *string         `json:"delta,omitempty"`
-	MessageID      string          `json:"messageId,omitempty"`
-	ToolCallID     string          `json:"toolCallId,omitempty"`
-	ToolName       string          `json:"toolName,omitempty"`
-	InputTextDelta *string         `json:"inputTextDelta,omitempty"`
-	Input          json.RawMessage `json:"input,omitempty"`
-	Output         json.RawMessage `json:"output,omitempty"`
-	ErrorText      string          `json:"errorText,omitempty"`
-	FinishReason   string          `json:"finishReason,omitempty"`
+	Type      string  `json:"type"`
+	ID        string  `json:"id,omitempty"`
+	Delta     *string `json:"delta,omitempty"`
+	MessageID string  `json:"messageId,omitempty"`
+	// MessageMetadata rides on start: the run's id, to resume or cancel.
+	MessageMetadata *aisdkMetadata  `json:"messageMetadata,omitempty"`
+	ToolCallID      string          `json:"toolCallId,omitempty"`
+	ToolName        string          `json:"toolName,omitempty"`
+	InputTextDelta  *string         `json:"inputTextDelta,omitempty"`
+	Input           json.RawMessage `json:"input,omitempty"`
+	Output          json.RawMessage `json:"output,omitempty"`
+	ErrorText       string          `json:"errorText,omitempty"`
+	FinishReason    string          `json:"finishReason,omitempty"`
+}
+
+// aisdkMetadata is the reply's message metadata: which run writes it.
+type aisdkMetadata struct {
+	RunID string `json:"runId"`
 }
 
 // aisdkReason is a finish reason in the AI SDK's words.
@@ -229,7 +238,11 @@ func (d *aisdkDialect) endText(out []frame) []frame {
 func (d *aisdkDialect) frames(rec *record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
-		return append(out, frame{v: aisdkChunk{Type: "start", MessageID: rec.Start.MessageID}})
+		c := aisdkChunk{Type: "start", MessageID: rec.Start.MessageID}
+		if id := cmp.Or(rec.Start.RunID, d.runID); id != "" {
+			c.MessageMetadata = &aisdkMetadata{RunID: id}
+		}
+		return append(out, frame{v: c})
 	case rec.StepStart != nil:
 		return append(out, frame{v: aisdkChunk{Type: "start-step"}})
 	case rec.Text != nil:

@@ -183,7 +183,7 @@ func (s *Server) browserSafety(next http.Handler) http.Handler {
 		AllowedOrigins:   allowed,
 		AllowedMethods:   []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders:   corsHeaders,
-		ExposedHeaders:   []string{"X-Request-Id", "Retry-After"},
+		ExposedHeaders:   []string{"X-Request-Id", "Retry-After", "X-Run-Id"},
 		AllowCredentials: false,
 		MaxAge:           600,
 	}).Handler(next)

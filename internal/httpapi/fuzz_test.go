@@ -135,7 +135,7 @@ func FuzzSSEWriter(f *testing.F) {
 	f.Add("", "\u2028\u2029</script>", "r")
 	f.Fuzz(func(t *testing.T, a, b, runID string) {
 		rec := httptest.NewRecorder()
-		w, err := newFrameWriter(rec, httptest.NewRequest("POST", "/", nil), newDialect(FormatSeed, runID))
+		w, err := newFrameWriter(rec, httptest.NewRequest("POST", "/", nil), newDialect(FormatSeed, runID), runID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -190,6 +190,9 @@ func (s *Server) ownedRun(r *http.Request) (string, error) {
 	if err := strictQuery(q, "resourceId", "resourceid", "agentId"); err != nil {
 		return "", err
 	}
+	if err := agentParam(q); err != nil {
+		return "", err
+	}
 	rid, err := s.resourceParam(r.Context(), q, false)
 	if err != nil {
 		return "", err

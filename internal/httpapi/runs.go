@@ -269,7 +269,7 @@ func (s *Server) WaitRuns(ctx context.Context) error {
 // status and a JSON body instead.
 func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string, after int64, d dialect, fresh bool) {
 	arrived := time.Now()
-	ew, err := newFrameWriter(w, r, d)
+	ew, err := newFrameWriter(w, r, d, runID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -66,7 +66,7 @@ func newDialect(format, runID string) dialect {
 	case FormatMastra:
 		return &mastraDialect{runID: runID}
 	case FormatAISDK:
-		return &aisdkDialect{}
+		return &aisdkDialect{runID: runID}
 	}
 	return &seedDialect{runID: runID}
 }
@@ -80,6 +80,7 @@ type frameWriter struct {
 	buf     bytes.Buffer
 	enc     *json.Encoder
 	frames  []frame
+	runID   string
 	// committed is set once the headers are out.
 	committed bool
 	// onFirst is called once, when the first frame is written, and
@@ -87,12 +88,12 @@ type frameWriter struct {
 	onFirst, onFirstText func()
 }
 
-func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect) (*frameWriter, error) {
+func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect, runID string) (*frameWriter, error) {
 	s, err := sse.Upgrade(w, r)
 	if err != nil {
 		return nil, fmt.Errorf("streaming is not supported by this connection: %w", err)
 	}
-	f := &frameWriter{w: w, session: s, d: d}
+	f := &frameWriter{w: w, session: s, d: d, runID: runID}
 	f.enc = newEncoder(&f.buf)
 	return f, nil
 }
@@ -106,6 +107,10 @@ func (f *frameWriter) commit() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set("Connection", "keep-alive")
+	if f.runID != "" {
+		// Every dialect's client can name the run to resume or cancel it.
+		h.Set("X-Run-Id", f.runID)
+	}
 	f.d.headers(h)
 	f.committed = true
 }

@@ -65,7 +65,12 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 		for _, th := range list.Items {
 			threads = append(threads, apiThread(th))
 		}
-		if s.mastraShapes(r) {
+		mastra, err := s.mastraShapes(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if mastra {
 			// Mastra's client reads the list as an array of threads.
 			writeJSON(w, http.StatusOK, threads)
 			return
@@ -113,7 +118,12 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 		for _, m := range list.Items {
 			ui = append(ui, uiMessage(th, m))
 		}
-		if s.mastraShapes(r) {
+		mastra, err := s.mastraShapes(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if mastra {
 			// Mastra's client reads {messages (model messages), uiMessages}.
 			writeJSON(w, http.StatusOK, mastraMessages{Messages: coreMessages(list.Items), UIMessages: ui, LegacyMessages: []any{},
 				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
@@ -290,9 +300,9 @@ func orderParams(q url.Values) (string, string, error) {
 // response shapes: it speaks the mastra dialect (X-Stream-Format: mastra,
 // as a MastraClient configured for this service sends on every request,
 // or -stream-format mastra).
-func (s *Server) mastraShapes(r *http.Request) bool {
+func (s *Server) mastraShapes(r *http.Request) (bool, error) {
 	f, err := s.streamFormat(r)
-	return err == nil && f == FormatMastra
+	return f == FormatMastra, err
 }
 
 // mastraMessages is a page of messages in Mastra's shape, with the page's
