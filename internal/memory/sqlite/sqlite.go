@@ -83,7 +83,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// Idle connections keep their prepared statements.
 	db.SetMaxIdleConns(MaxConns)
 	s := &Store{db: db}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrating %s: %w", path, err)
 	}
@@ -118,6 +118,32 @@ func (s *Store) prepare(ctx context.Context) error {
 		*p.into = st
 	}
 	return nil
+}
+
+// migrateRetrying runs migrate again while the file is busy. Processes
+// opening a fresh file together race to switch it to write-ahead logging,
+// and SQLite answers some of those races with SQLITE_BUSY at once instead of
+// waiting on the busy timeout (it would deadlock otherwise).
+func (s *Store) migrateRetrying(ctx context.Context) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := s.migrate(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (waiting for a busy file: %w)", err, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY (or one of its
+// extended codes).
+func isBusy(err error) bool {
+	var coded interface{ Code() int }
+	return errors.As(err, &coded) && coded.Code()&0xff == 5
 }
 
 // migrate applies the migrations the file lacks, in one write transaction:
