@@ -126,6 +126,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	num(&cfg.Limits.MaxHeaderBytes, setting{"max-header-bytes", "COMPANION_MAX_HEADER_BYTES", "most bytes of request headers"}, def.Limits.MaxHeaderBytes)
 	num(&cfg.RateLimit, setting{"rate-limit", "COMPANION_RATE_LIMIT", "requests per minute one resource, and one client address, may make; 0 for no limit"}, 0)
 	i64(&cfg.TokenQuota, setting{"token-quota", "COMPANION_TOKEN_QUOTA", "tokens one resource may use per UTC day; 0 for no quota"}, 0)
+	fs.Float64Var(&cfg.CostQuota, "cost-quota", fromEnv(getenv, "COMPANION_COST_QUOTA", 0.0, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number of US dollars", &errs),
+		setting{"cost-quota", "COMPANION_COST_QUOTA", "US dollars one resource's runs may cost per UTC day; 0 for no quota"}.help())
+	str(&cfg.PricesFile, setting{"prices", "COMPANION_PRICES", "prices table (JSON: per model, US dollars per million input, output and cached input tokens) over the shipped one"}, "")
 	var redisURL string
 	str(&redisURL, setting{"redis-url", "COMPANION_REDIS_URL", "Redis shared by every instance for the rate limits, e.g. redis://127.0.0.1:6379/0"}, "")
 	var cors, proxies string
@@ -203,7 +206,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 			"max messages, max message bytes, max id bytes and max streams must be at least 1"},
 		{cfg.Limits.MaxRunDuration <= 0 || cfg.Limits.BodyReadTimeout <= 0, "max run duration and body read timeout must be positive"},
 		{cfg.Limits.MaxHeaderBytes < 4096, "max header bytes must be at least 4096"},
-		{cfg.RateLimit < 0 || cfg.TokenQuota < 0, "rate limit and token quota must not be negative"},
+		{cfg.RateLimit < 0 || cfg.TokenQuota < 0 || !(cfg.CostQuota >= 0), "rate limit, token quota and cost quota must not be negative"},
 		{cfg.ShutdownDelay < 0, "shutdown delay must not be negative"},
 		{cfg.StreamRetention <= 0 || cfg.ResumeGrace < 0, "stream retention must be positive and resume grace not negative"},
 		{cfg.StreamFormat != "seed" && cfg.StreamFormat != "mastra" && cfg.StreamFormat != "ai-sdk", "stream format must be seed, mastra or ai-sdk"},

@@ -227,6 +227,16 @@ func TestConfig(t *testing.T) {
 		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},
 		{name: "bad log level", args: []string{"-log-level", "loud"}, wantErr: `log level "loud" is not one of`},
 		{name: "bad weather url", args: []string{"-weather-forecast-url", "ftp://x"}, wantErr: `weather URL "ftp://x" must start with http://`},
+		{name: "cost settings", args: []string{"-prices", "prices.json"}, env: map[string]string{"COMPANION_COST_QUOTA": "2.5"}, check: func(t *testing.T, c string) {
+			for _, want := range []string{"CostQuota:2.5", "PricesFile:prices.json"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "negative cost quota", args: []string{"-cost-quota", "-1"}, wantErr: "cost quota must not be negative"},
+		{name: "cost quota not a number", args: []string{"-cost-quota", "NaN"}, wantErr: "cost quota must not be negative"},
+		{name: "bad env cost quota", env: map[string]string{"COMPANION_COST_QUOTA": "a dollar"}, wantErr: `$COMPANION_COST_QUOTA: "a dollar" is not a number of US dollars`},
 		{name: "unknown flag", args: []string{"-nope"}, wantErr: "usage"},
 	}
 	for _, tc := range tests {
@@ -249,6 +259,18 @@ func TestConfig(t *testing.T) {
 func TestUnknownModelFailsAtStart(t *testing.T) {
 	err := run(context.Background(), []string{"serve", "-model", "nonsense"}, func(string) string { return "" }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), `model "nonsense" is not known`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestBadPricesFileFailsAtStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "prices.json")
+	if err := os.WriteFile(file, []byte(`{"models":{"fake/fake":{"input":-1,"output":1}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "c.db")
+	err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-database-url", db, "-prices", file}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `model "fake/fake": prices must be numbers, not negative`) {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 )
 
 // Tool is something the model may call.
@@ -47,6 +48,8 @@ type Config struct {
 	MaxSteps int
 	// MaxOutputTokens caps each model call; 0 leaves it to the model.
 	MaxOutputTokens int
+	// Prices turns usage into cost; nil counts no cost.
+	Prices *pricing.Table
 	// Tracer makes the run, step, model and tool spans; nil makes none.
 	Tracer trace.Tracer
 	// TraceContent records instructions, messages, tool arguments and tool
@@ -173,6 +176,7 @@ type run struct {
 	reply    []model.Message
 	steps    []Step
 	total    model.Usage
+	cost     pricing.Cost
 	finish   string
 	warnings []Warning
 }
@@ -249,7 +253,7 @@ func (r *run) fail(ctx context.Context, err error) error {
 		return r.emitErr
 	}
 	r.finish = model.FinishError
-	re := &RunError{Kind: FailedInternal, Err: err, Usage: r.total}
+	re := &RunError{Kind: FailedInternal, Err: err, Usage: r.total, Cost: r.cost}
 	var me *model.Error
 	switch {
 	case errors.Is(context.Cause(ctx), ErrRunTimeout):
@@ -263,7 +267,7 @@ func (r *run) fail(ctx context.Context, err error) error {
 }
 
 func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) {
-	stats := RunStats{FinishReason: r.finish, Steps: len(r.steps), Usage: r.total, Duration: a.cfg.Now().Sub(r.started), Err: err}
+	stats := RunStats{FinishReason: r.finish, Steps: len(r.steps), Usage: r.total, Cost: r.cost, Duration: a.cfg.Now().Sub(r.started), Err: err}
 	if err != nil && stats.FinishReason == "" {
 		stats.FinishReason = model.FinishError
 	}
@@ -288,6 +292,14 @@ func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) 
 	a.cfg.Logger.LogAttrs(ctx, level, "run", attrs...)
 }
 
+// costOf is what u cost on the agent's model.
+func (a *Agent) costOf(u model.Usage) pricing.Cost {
+	if a.cfg.Prices == nil {
+		return pricing.Cost{}
+	}
+	return a.cfg.Prices.Cost(a.cfg.Model.Provider(), a.cfg.Model.ID(), u)
+}
+
 func (r *run) info() RunInfo {
 	return RunInfo{RunID: r.runID, Provider: r.a.cfg.Model.Provider(), Model: r.a.cfg.Model.ID(), Personality: string(r.in.Personality)}
 }
@@ -297,6 +309,6 @@ func (r *run) result() *Result {
 	return &Result{
 		RunID: r.runID, TraceID: r.traceID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
 		Personality: r.in.Personality, Started: r.started, Steps: r.steps, FinishReason: r.finish,
-		Usage: r.total, Warnings: r.warnings, ReplyID: r.replyID, Input: r.input, Reply: r.reply,
+		Usage: r.total, Cost: r.cost, Warnings: r.warnings, ReplyID: r.replyID, Input: r.input, Reply: r.reply,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 )
 
 // Name is the agent's name: companionAgent.
@@ -79,8 +80,9 @@ type StepFinished struct {
 	Index        int
 	Kind         StepKind
 	FinishReason string
-	// Usage is the step's own.
+	// Usage and Cost are the step's own.
 	Usage model.Usage
+	Cost  pricing.Cost
 }
 
 func (RunStarted) event()       {}
@@ -137,6 +139,8 @@ type Step struct {
 	FinishReason string
 	// Usage is the step's; Total is the run's up to and including it.
 	Usage, Total model.Usage
+	// Cost is what the step's usage cost.
+	Cost pricing.Cost
 	// Request is what the model was sent, and ModelID the model.
 	Request model.Request
 	ModelID string
@@ -162,6 +166,7 @@ type Result struct {
 	Steps        []Step
 	FinishReason string
 	Usage        model.Usage
+	Cost         pricing.Cost
 	Warnings     []Warning
 	// ReplyID is the id of the reply message (the StepStarted MessageID).
 	ReplyID string
@@ -221,8 +226,10 @@ func (k RunErrorKind) String() string {
 type RunError struct {
 	Kind RunErrorKind
 	Err  error
-	// Usage counts the tokens the run used before it failed.
+	// Usage counts the tokens the run used before it failed, and Cost what
+	// they cost.
 	Usage model.Usage
+	Cost  pricing.Cost
 }
 
 func (e *RunError) Error() string {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 )
 
 // Observer is told what runs do, for metrics. Calls come from the run's
@@ -38,6 +39,7 @@ type RunStats struct {
 	FinishReason string
 	Steps        int
 	Usage        model.Usage
+	Cost         pricing.Cost
 	Duration     time.Duration
 	Err          error
 }
@@ -47,7 +49,9 @@ type ModelCallStats struct {
 	RunInfo
 	Duration time.Duration
 	Finish   *model.Finish
-	Err      error
+	// Cost is what the call's usage cost.
+	Cost pricing.Cost
+	Err  error
 }
 
 // ToolCallStats is one tool call.
@@ -109,6 +113,7 @@ func traceIDOf(span trace.Span, newID func() string) string {
 func endRunSpan(span trace.Span, s RunStats) {
 	span.SetAttributes(semconv.GenAIResponseFinishReasons(s.FinishReason), attribute.Int("companion.steps", s.Steps))
 	span.SetAttributes(usageAttrs(s.Usage)...)
+	span.SetAttributes(attribute.Float64("companion.cost.usd", s.Cost.Total()))
 	if s.Err != nil {
 		span.SetStatus(codes.Error, s.Err.Error())
 		span.SetAttributes(semconv.ErrorTypeKey.String(errorType(s.Err)))

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 )
 
 // call is one tool call of a step, from its first delta to its result.
@@ -91,7 +92,11 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		merr = ctx.Err()
 	}
 	r.endModelSpan(mspan, out, merr)
-	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: fin, Err: merr})
+	var callCost pricing.Cost
+	if fin != nil {
+		callCost = a.costOf(fin.Usage)
+	}
+	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: fin, Cost: callCost, Err: merr})
 	if merr != nil {
 		if r.emitErr != nil {
 			return false, r.emitErr
@@ -107,7 +112,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	}
 	st := Step{
 		Index: i, Kind: stepType, Text: out.text.String(), Reasoning: out.reasoning.String(),
-		FinishReason: reason, Usage: fin.Usage, Request: req, ModelID: a.cfg.Model.ID(),
+		FinishReason: reason, Usage: fin.Usage, Cost: callCost, Request: req, ModelID: a.cfg.Model.ID(),
 		ResponseID: fin.ResponseID, Started: started,
 		ProviderMetadata: providerMetadata(a.cfg.Model.Provider(), fin.ProviderMetadata),
 	}
@@ -146,6 +151,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	}
 
 	r.total = r.total.Add(fin.Usage)
+	r.cost = r.cost.Add(callCost)
 	st.Total = r.total
 	r.steps = append(r.steps, st)
 	r.reply = append(r.reply, st.Messages...)
@@ -153,7 +159,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 	r.finish = reason
 	span.SetAttributes(stepEndAttrs(reason)...)
 
-	if err := r.send(StepFinished{Index: i, Kind: stepType, FinishReason: reason, Usage: fin.Usage}); err != nil {
+	if err := r.send(StepFinished{Index: i, Kind: stepType, FinishReason: reason, Usage: fin.Usage, Cost: callCost}); err != nil {
 		return false, err
 	}
 	return len(calls) > 0, nil

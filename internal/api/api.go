@@ -58,6 +58,16 @@ func (u Usage) Add(o Usage) Usage {
 	}
 }
 
+// Cost is what a usage cost, at the service's prices table: in US dollars,
+// the input (less its cached part), the cached input and the output.
+type Cost struct {
+	Currency    string  `json:"currency"`
+	Input       float64 `json:"input"`
+	CachedInput float64 `json:"cachedInput"`
+	Output      float64 `json:"output"`
+	Total       float64 `json:"total"`
+}
+
 // ToolCall is one call of a tool by the model.
 type ToolCall struct {
 	ToolCallID       string          `json:"toolCallId"`

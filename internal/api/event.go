@@ -99,4 +99,6 @@ type StepFinishPayload struct {
 type RunFinishPayload struct {
 	FinishReason string `json:"finishReason"`
 	Usage        Usage  `json:"usage"`
+	// Cost is what the run's usage cost.
+	Cost Cost `json:"cost"`
 }

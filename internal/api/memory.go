@@ -35,3 +35,30 @@ type MessageList struct {
 type DeleteResult struct {
 	Result string `json:"result"`
 }
+
+// UsageReport is the body of GET /api/memory/usage: a resource's usage per
+// UTC day (days without usage left out), and per thread within each day.
+type UsageReport struct {
+	ResourceID string     `json:"resourceId"`
+	Currency   string     `json:"currency"`
+	Days       []DayUsage `json:"days"`
+	Total      struct {
+		Tokens int64   `json:"tokens"`
+		Cost   float64 `json:"cost"`
+	} `json:"total"`
+}
+
+// DayUsage is one day of a UsageReport.
+type DayUsage struct {
+	Day     string        `json:"day"`
+	Tokens  int64         `json:"tokens"`
+	Cost    float64       `json:"cost"`
+	Threads []ThreadUsage `json:"threads"`
+}
+
+// ThreadUsage is one thread's usage on a day.
+type ThreadUsage struct {
+	ThreadID string  `json:"threadId"`
+	Tokens   int64   `json:"tokens"`
+	Cost     float64 `json:"cost"`
+}

@@ -37,6 +37,7 @@ import (
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/openai"
 	"github.com/companionhq/companion/internal/openapi"
+	"github.com/companionhq/companion/internal/pricing"
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
@@ -92,6 +93,12 @@ type Config struct {
 	MaxThreadBytes int64
 	// TokenQuota is the tokens one resource may use per UTC day (0: none).
 	TokenQuota int64
+	// CostQuota is what one resource's runs may cost per UTC day, in US
+	// dollars (0: none).
+	CostQuota float64
+	// PricesFile is a prices table (JSON) over the shipped one; "" uses
+	// the shipped one.
+	PricesFile string
 
 	// Auth: API keys (a file of "KEY RESOURCE[,RESOURCE...]" lines) and JWT
 	// bearer tokens (a JWKS URL, or an HS256 secret file for development).
@@ -258,7 +265,14 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		toolNames = append(toolNames, t.Name())
 	}
 	metrics.Known(m.Provider(), m.ID(), toolNames...)
+	prices := pricing.Default()
+	if cfg.PricesFile != "" {
+		if prices, err = pricing.Load(cfg.PricesFile); err != nil {
+			return nil, err
+		}
+	}
 	ag, err := agent.New(agent.Config{
+		Prices:          prices,
 		Model:           m,
 		Tools:           tools,
 		MaxSteps:        cfg.MaxSteps,
@@ -288,7 +302,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		return nil, err
 	}
 	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait,
-		HistoryBytes: cfg.HistoryBytes, MaxThreadBytes: cfg.MaxThreadBytes, TokenQuota: cfg.TokenQuota})
+		HistoryBytes: cfg.HistoryBytes, MaxThreadBytes: cfg.MaxThreadBytes, TokenQuota: cfg.TokenQuota, CostQuota: cfg.CostQuota})
 	if err != nil {
 		store.Close()
 		return nil, err

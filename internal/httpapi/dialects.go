@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -74,6 +75,8 @@ type mastraFinish struct {
 	// from payload.usage on finish.
 	Usage      *mastraUsage `json:"usage,omitempty"`
 	TotalUsage *mastraUsage `json:"totalUsage,omitempty"`
+	// Cost is what the run cost, on finish.
+	Cost *api.Cost `json:"cost,omitempty"`
 }
 
 // mastraReason is a finish reason in Mastra's (the AI SDK's) words.
@@ -161,9 +164,10 @@ func (d *mastraDialect) frames(rec *record, out []frame) []frame {
 	case rec.Finished != nil:
 		out = d.endText(out)
 		u := mastraUsageOf(rec.Finished.Usage)
+		c := costOf(rec.Finished.Cost)
 		return append(out, d.chunk("finish", mastraFinish{MessageID: d.messageID,
 			StepResult: mastraStepResult{Reason: mastraReason(rec.Finished.Reason)},
-			Metadata:   map[string]any{}, Output: d.output(rec.Finished.Usage), Usage: &u, TotalUsage: &u}))
+			Metadata:   map[string]any{}, Output: d.output(rec.Finished.Usage), Usage: &u, TotalUsage: &u, Cost: &c}))
 	}
 	return out
 }
@@ -208,9 +212,11 @@ type aisdkChunk struct {
 	FinishReason    string          `json:"finishReason,omitempty"`
 }
 
-// aisdkMetadata is the reply's message metadata: which run writes it.
+// aisdkMetadata is the reply's message metadata: which run writes it (on
+// start), what it cost (on finish).
 type aisdkMetadata struct {
-	RunID string `json:"runId"`
+	RunID string    `json:"runId,omitempty"`
+	Cost  *api.Cost `json:"cost,omitempty"`
 }
 
 // aisdkReason is a finish reason in the AI SDK's words.
@@ -274,7 +280,8 @@ func (d *aisdkDialect) frames(rec *record, out []frame) []frame {
 		return append(out, frame{v: aisdkChunk{Type: "error", ErrorText: rec.Failed.Message}})
 	case rec.Finished != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{Type: "finish", FinishReason: aisdkReason(rec.Finished.Reason)}})
+		c := costOf(rec.Finished.Cost)
+		return append(out, frame{v: aisdkChunk{Type: "finish", FinishReason: aisdkReason(rec.Finished.Reason), MessageMetadata: &aisdkMetadata{Cost: &c}}})
 	}
 	return out
 }

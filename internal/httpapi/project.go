@@ -3,12 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"math"
 	"time"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 )
 
 // This file projects the domain (a run's result, stored threads and
@@ -21,6 +24,13 @@ func usageOf(u model.Usage) api.Usage {
 }
 
 func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// costOf rounds to a millionth of a cent: float sums need not show their
+// last digits.
+func costOf(c pricing.Cost) api.Cost {
+	r := func(f float64) float64 { return math.Round(f*1e8) / 1e8 }
+	return api.Cost{Currency: "USD", Input: r(c.Input), CachedInput: r(c.CachedInput), Output: r(c.Output), Total: r(c.Total())}
+}
 
 // generateBody is the generate endpoint's body for a finished turn.
 func generateBody(o *memory.Outcome) api.GenerateResponse {
@@ -53,7 +63,7 @@ func generateBody(o *memory.Outcome) api.GenerateResponse {
 		Steps:            steps,
 		FinishReason:     res.FinishReason,
 		Warnings:         warnings(res.Warnings),
-		ProviderMetadata: last.ProviderMetadata,
+		ProviderMetadata: withCost(last.ProviderMetadata, res.Cost),
 		TraceID:          res.TraceID,
 		RunID:            res.RunID,
 		Request:          last.Request,
@@ -108,6 +118,15 @@ func stepBody(res *agent.Result, s agent.Step, reply []model.Message) api.Step {
 			Parts:    uiParts(reply)}},
 	}
 	return st
+}
+
+// withCost is a copy of a step's provider metadata with the run's cost
+// under "companion".
+func withCost(pm map[string]any, c pricing.Cost) map[string]any {
+	out := make(map[string]any, len(pm)+1)
+	maps.Copy(out, pm)
+	out["companion"] = map[string]any{"cost": costOf(c)}
+	return out
 }
 
 func toolCall(c agent.ToolCall) api.ToolCall {
@@ -244,4 +263,21 @@ func requestBody(modelID string, req model.Request) any {
 		b.Tools = append(b.Tools, t.Name)
 	}
 	return b
+}
+
+// usageBody is a usage report as the API shows it.
+func usageBody(resourceID string, days []memory.DayUsage) api.UsageReport {
+	round := func(f float64) float64 { return math.Round(f*1e8) / 1e8 }
+	out := api.UsageReport{ResourceID: resourceID, Currency: "USD", Days: make([]api.DayUsage, 0, len(days))}
+	for _, d := range days {
+		day := api.DayUsage{Day: d.Day, Tokens: d.Tokens, Cost: round(d.Cost), Threads: make([]api.ThreadUsage, 0, len(d.Threads))}
+		for _, t := range d.Threads {
+			day.Threads = append(day.Threads, api.ThreadUsage{ThreadID: t.ThreadID, Tokens: t.Tokens, Cost: round(t.Cost)})
+		}
+		out.Days = append(out.Days, day)
+		out.Total.Tokens += d.Tokens
+		out.Total.Cost += d.Cost
+	}
+	out.Total.Cost = round(out.Total.Cost)
+	return out
 }

@@ -40,6 +40,7 @@ func (s *Server) routes() chi.Router {
 		}
 		if s.cfg.Threads != nil {
 			r.Get("/api/memory/threads", s.handleListThreads())
+			r.Get("/api/memory/usage", s.handleUsage())
 			r.Get("/api/memory/threads/{threadId}", s.handleGetThread())
 			r.With(s.requireJSONOrText).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
 			r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())

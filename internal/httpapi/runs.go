@@ -17,6 +17,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 	"github.com/companionhq/companion/internal/runlog"
 )
 
@@ -56,10 +57,12 @@ type runFailed struct {
 	RetryAfter int    `json:"retryAfter,omitempty"`
 }
 
-// runFinished ends a run: its finish reason and the usage of its steps.
+// runFinished ends a run: its finish reason, and the usage of its steps
+// and what it cost.
 type runFinished struct {
-	Reason string      `json:"reason"`
-	Usage  model.Usage `json:"usage"`
+	Reason string       `json:"reason"`
+	Usage  model.Usage  `json:"usage"`
+	Cost   pricing.Cost `json:"cost"`
 }
 
 // opening reports whether rec is held back until the model produced
@@ -175,6 +178,7 @@ func (s *Server) startRun(r *http.Request, in agent.Input) (string, error) {
 // execute runs in, appending its events to w, then its end.
 func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 	var usage model.Usage
+	var cost pricing.Cost
 	appendRec := func(rec record) error {
 		b, err := json.Marshal(rec)
 		if err != nil {
@@ -189,18 +193,19 @@ func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 			s.log.LogAttrs(ctx, slog.LevelError, "panic in a run", slog.Any("panic", p))
 			_ = appendRec(record{Failed: &runFailed{Code: "INTERNAL_ERROR", Message: "internal server error: the details are in the server log",
 				Status: 500, Error: "internal server error: the details are in the server log"}})
-			_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage}})
+			_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage, Cost: cost}})
 		}
 	}()
 	res, err := s.cfg.Runner.Run(ctx, in, func(ev agent.Event) error {
 		if sf, ok := ev.(agent.StepFinished); ok {
 			usage = usage.Add(sf.Usage)
+			cost = cost.Add(sf.Cost)
 		}
 		return appendRec(recordOf(ev))
 	})
 	s.countQuota(err)
 	if err == nil {
-		err = appendRec(record{Finished: &runFinished{Reason: res.FinishReason, Usage: res.Usage}})
+		err = appendRec(record{Finished: &runFinished{Reason: res.FinishReason, Usage: res.Usage, Cost: res.Cost}})
 		if err != nil {
 			s.log.LogAttrs(ctx, slog.LevelError, "the run's end could not be logged", errAttr(err))
 		}
@@ -214,7 +219,7 @@ func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 		f.RetryAfter = int(math.Ceil(d.Seconds()))
 	}
 	_ = appendRec(record{Failed: f})
-	_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage}})
+	_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage, Cost: cost}})
 }
 
 // left is told that a reader of runID on this instance went away. When

@@ -61,7 +61,7 @@ func (d *seedDialect) frames(rec *record, out []frame) []frame {
 		return append(out, frame{v: api.Event{Type: api.EventError, RunID: d.runID, Error: &api.StreamError{Message: rec.Failed.Message, Code: rec.Failed.Code}}})
 	case rec.Finished != nil:
 		return append(out, frame{v: api.Event{Type: api.EventRunFinish, RunID: d.runID,
-			Payload: api.RunFinishPayload{FinishReason: rec.Finished.Reason, Usage: usageOf(rec.Finished.Usage)}}})
+			Payload: api.RunFinishPayload{FinishReason: rec.Finished.Reason, Usage: usageOf(rec.Finished.Usage), Cost: costOf(rec.Finished.Cost)}}})
 	}
 	ev := rec.event()
 	if ev == nil {

@@ -26,6 +26,40 @@ type Threads interface {
 	Messages(ctx context.Context, threadID, resourceID string, page, perPage int) (memory.Thread, memory.Page[memory.Message], error)
 	UpdateThread(ctx context.Context, threadID, resourceID string, u memory.ThreadUpdate) (memory.Thread, error)
 	DeleteThread(ctx context.Context, threadID, resourceID string) error
+	Usage(ctx context.Context, resourceID string, days int) ([]memory.DayUsage, error)
+}
+
+// handleUsage serves GET /api/memory/usage: a resource's tokens and cost per
+// UTC day over the last `days` days (7 by default, 90 at most), and per
+// thread within each day.
+func (s *Server) handleUsage() http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		err := strictQuery(q, "resourceId", "resourceid", "agentId", "days")
+		var rid string
+		if err == nil {
+			rid, err = s.resourceParam(r.Context(), q, true)
+		}
+		if err == nil {
+			err = agentParam(q)
+		}
+		days := 7
+		if v := q.Get("days"); err == nil && v != "" {
+			if days, err = strconv.Atoi(v); err != nil || days < 1 || days > memory.MaxUsageDays {
+				err = apperr.New(apperr.Invalid, "days must be a whole number from 1 to %d, not %q", memory.MaxUsageDays, clip(v))
+			}
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		report, err := s.cfg.Threads.Usage(r.Context(), rid, days)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, usageBody(rid, report))
+	}
 }
 
 // handleListThreads serves GET /api/memory/threads: a page of a resource's

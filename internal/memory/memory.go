@@ -29,6 +29,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/pricing"
 )
 
 // Runner runs the agent; *agent.Agent is one.
@@ -74,6 +75,9 @@ type Config struct {
 	// TokenQuota is how many tokens one resource's runs may use per UTC
 	// day; a run is refused once they are spent. 0 means no quota.
 	TokenQuota int64
+	// CostQuota is what one resource's runs may cost per UTC day, in US
+	// dollars; a run is refused once it is spent. 0 means no quota.
+	CostQuota float64
 	// Now and NewID are the clock and the id source; tests fix them.
 	Now   func() time.Time
 	NewID func() string
@@ -90,7 +94,7 @@ func New(cfg Config) (*Memory, error) {
 	if cfg.Store == nil || cfg.Runner == nil {
 		return nil, errors.New("memory: a store and a runner are required")
 	}
-	if cfg.Window < 0 || cfg.LockWait < 0 || cfg.HistoryBytes < 0 || cfg.MaxThreadBytes < 0 || cfg.TokenQuota < 0 {
+	if cfg.Window < 0 || cfg.LockWait < 0 || cfg.HistoryBytes < 0 || cfg.MaxThreadBytes < 0 || cfg.TokenQuota < 0 || cfg.CostQuota < 0 {
 		return nil, errors.New("memory: the history window, the lock wait and the limits must not be negative")
 	}
 	if cfg.HistoryBytes == 0 {
@@ -208,10 +212,10 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 
 	res, err := m.cfg.Runner.Run(ctx, in, emit)
 	if err != nil {
-		m.countFailed(ctx, in.ResourceID, err)
+		m.countFailed(ctx, in, err)
 		return nil, err
 	}
-	answered, reply, err := m.saveReply(ctx, turn, in.ResourceID, res)
+	answered, reply, err := m.saveReply(ctx, turn, in, res)
 	if err != nil {
 		return nil, apperr.Wrap(apperr.Internal, err, "the reply could not be saved to the thread: the details are in the server log")
 	}
@@ -220,7 +224,7 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 
 // saveReply stores res's reply, marks the messages it answers and counts
 // its tokens.
-func (m *Memory) saveReply(ctx context.Context, turn Turn, resourceID string, res *agent.Result) ([]Message, Message, error) {
+func (m *Memory) saveReply(ctx context.Context, turn Turn, in agent.Input, res *agent.Result) ([]Message, Message, error) {
 	stored, err := encodeModel(res.Reply)
 	if err != nil {
 		return nil, Message{}, err
@@ -229,45 +233,71 @@ func (m *Memory) saveReply(ctx context.Context, turn Turn, resourceID string, re
 		Model: stored, RunID: res.RunID, CreatedAt: res.Started}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
-	return turn.Answer(sctx, reply, m.usage(resourceID, res.Usage))
+	return turn.Answer(sctx, reply, m.usage(in.ResourceID, in.ThreadID, res.Usage, res.Cost))
 }
 
-// usage is what a run used, as counted toward its resource's day.
-func (m *Memory) usage(resourceID string, u model.Usage) Usage {
-	return Usage{ResourceID: resourceID, Day: Day(m.cfg.Now()), Tokens: int64(u.TotalTokens)}
+// usage is what a run used, as counted toward its resource's and its
+// thread's day.
+func (m *Memory) usage(resourceID, threadID string, u model.Usage, cost pricing.Cost) Usage {
+	return Usage{ResourceID: resourceID, ThreadID: threadID, Day: Day(m.cfg.Now()), Tokens: int64(u.TotalTokens), Cost: cost.Total()}
 }
 
-// countFailed counts the tokens of a run that failed, which Answer did
-// not: a quota must see them too.
-func (m *Memory) countFailed(ctx context.Context, resourceID string, err error) {
+// countFailed counts the usage of a run that failed, which Answer did
+// not: a quota must see it too.
+func (m *Memory) countFailed(ctx context.Context, in agent.Input, err error) {
 	var re *agent.RunError
-	if !errors.As(err, &re) || re.Usage.TotalTokens <= 0 {
+	if !errors.As(err, &re) || (re.Usage.TotalTokens <= 0 && re.Cost.Total() <= 0) {
 		return
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	// A failure here only loses a count; the run's own error is what the
 	// client must see.
-	_ = m.cfg.Store.AddUsage(sctx, m.usage(resourceID, re.Usage))
+	_ = m.cfg.Store.AddUsage(sctx, m.usage(in.ResourceID, in.ThreadID, re.Usage, re.Cost))
 }
 
-// checkQuota refuses a run of a resource that has spent its tokens for the
-// day, until the next UTC day begins.
+// checkQuota refuses a run of a resource that has spent its tokens or its
+// money for the day, until the next UTC day begins.
 func (m *Memory) checkQuota(ctx context.Context, resourceID string) error {
-	if m.cfg.TokenQuota <= 0 {
+	if m.cfg.TokenQuota <= 0 && m.cfg.CostQuota <= 0 {
 		return nil
 	}
 	now := m.cfg.Now()
-	used, err := m.cfg.Store.TokensUsed(ctx, resourceID, Day(now))
+	tokens, cost, err := m.cfg.Store.Used(ctx, resourceID, Day(now))
 	if err != nil {
 		return m.storeErr(err)
 	}
-	if used < m.cfg.TokenQuota {
-		return nil
-	}
 	next := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
-	return apperr.New(apperr.RateLimited, "resource %q has used %d tokens today, its quota of %d (-token-quota): it resets at 00:00 UTC",
-		resourceID, used, m.cfg.TokenQuota).After(next.Sub(now))
+	switch {
+	case m.cfg.TokenQuota > 0 && tokens >= m.cfg.TokenQuota:
+		return apperr.New(apperr.RateLimited, "resource %q has used %d tokens today, its quota of %d (-token-quota): it resets at 00:00 UTC",
+			resourceID, tokens, m.cfg.TokenQuota).After(next.Sub(now))
+	case m.cfg.CostQuota > 0 && cost >= m.cfg.CostQuota:
+		return apperr.New(apperr.RateLimited, "resource %q has spent $%.4f today, its quota of $%.4f (-cost-quota): it resets at 00:00 UTC",
+			resourceID, cost, m.cfg.CostQuota).After(next.Sub(now))
+	}
+	return nil
+}
+
+// MaxUsageDays bounds the days a usage report covers.
+const MaxUsageDays = 90
+
+// Usage reports resourceID's usage on the last days UTC days, today
+// included: per day, and per thread within it. Days without usage are left
+// out.
+func (m *Memory) Usage(ctx context.Context, resourceID string, days int) ([]DayUsage, error) {
+	if resourceID == "" {
+		return nil, apperr.New(apperr.Invalid, "resourceId is required: usage is reported per resource, e.g. ?resourceId=user-1")
+	}
+	if days < 1 || days > MaxUsageDays {
+		return nil, apperr.New(apperr.Invalid, "days must be a whole number from 1 to %d", MaxUsageDays)
+	}
+	now := m.cfg.Now()
+	out, err := m.cfg.Store.UsageBetween(ctx, resourceID, Day(now.AddDate(0, 0, -(days-1))), Day(now))
+	if err != nil {
+		return nil, m.storeErr(err)
+	}
+	return out, nil
 }
 
 // checkThreadBytes refuses new messages that would take the thread past

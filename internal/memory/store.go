@@ -54,12 +54,30 @@ type Message struct {
 // Size is what m takes in a thread's Bytes: its text and model messages.
 func (m Message) Size() int64 { return int64(len(m.Text) + len(m.Model)) }
 
-// Usage is the tokens one run used, counted for its resource's day.
+// Usage is what one run used, counted for its resource's and its thread's
+// day: its tokens and their cost in US dollars.
 type Usage struct {
 	ResourceID string
+	ThreadID   string
 	// Day is the UTC day, as Day formats it.
 	Day    string
 	Tokens int64
+	Cost   float64
+}
+
+// DayUsage is what a resource's runs used on one day, and per thread.
+type DayUsage struct {
+	Day     string
+	Tokens  int64
+	Cost    float64
+	Threads []ThreadUsage
+}
+
+// ThreadUsage is what the runs of one thread used on a day.
+type ThreadUsage struct {
+	ThreadID string
+	Tokens   int64
+	Cost     float64
 }
 
 // Day is t's UTC day as stores keep it: YYYY-MM-DD.
@@ -91,11 +109,16 @@ type Store interface {
 	// holds it, ErrBusy when the wait ran out, or ctx's error. A wait of 0
 	// or less does not wait.
 	Lock(ctx context.Context, threadID string, wait time.Duration) (Turn, error)
-	// TokensUsed returns the tokens resourceID's runs used on day (see Day).
-	TokensUsed(ctx context.Context, resourceID, day string) (int64, error)
-	// AddUsage adds a run's tokens to its resource's day, for a run that
-	// stored no reply (Answer counts those of the runs that did).
+	// Used returns the tokens resourceID's runs used on day (see Day), and
+	// what they cost.
+	Used(ctx context.Context, resourceID, day string) (tokens int64, cost float64, err error)
+	// AddUsage adds a run's usage to its resource's and thread's day, for a
+	// run that stored no reply (Answer counts those of the runs that did).
 	AddUsage(ctx context.Context, u Usage) error
+	// UsageBetween returns resourceID's usage on the days from from to to
+	// (inclusive, as Day formats them) that have some, oldest first, each
+	// with its threads' (most used first).
+	UsageBetween(ctx context.Context, resourceID, from, to string) ([]DayUsage, error)
 	// Ping checks that the database answers and holds the schema this build
 	// expects: every table with every column it reads.
 	Ping(ctx context.Context) error

@@ -36,6 +36,7 @@ const (
 	streamPath  = agent + "/stream"
 	chatPath    = agent + "/chat"
 	threads     = "/api/memory/threads"
+	usagePath   = "/api/memory/usage"
 	berlin      = "What's the weather in Berlin?"
 	errorville  = "What's the weather in Errorville?"
 	story       = "Tell me a long story about the sea."
@@ -115,7 +116,7 @@ var untestable = []struct {
 	status int
 	why    string
 }{
-	{[]string{"stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "health", "ready", "metrics"}, 500,
+	{[]string{"stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage", "health", "ready", "metrics"}, 500,
 		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (generate's 500, a reply that cannot be saved, is tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
 	{[]string{"cancelRun", "metrics"}, 503,
 		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
@@ -294,6 +295,11 @@ func mainScenarios(t *testing.T, c *checker) {
 	do("DELETE", threads+"/g-length?resourceId=a&resourceId=b", "", 400)
 	do("DELETE", threads+"/g-weather?resourceId=user-2", "", 403)
 	do("DELETE", threads+"/g-length"+owned, "", 404)
+	// What the runs above cost, per day and thread.
+	do("GET", usagePath+owned+"&days=30", "", 200)
+	do("GET", usagePath+"?resourceid="+resourceOne, "", 200)
+	do("GET", usagePath, "", 400)
+	do("GET", usagePath+owned+"&days=0", "", 400)
 	do("GET", "/metrics", "", 200)
 }
 
@@ -319,6 +325,10 @@ func authScenarios(t *testing.T, c *checker) {
 	}
 	res, b = c.do(t, svc, "GET", threads+"?resourceId=user-2", "", bearer)
 	want(t, res, b, 403)
+	res, b = c.do(t, svc, "GET", usagePath+"?resourceId=user-2", "", bearer)
+	want(t, res, b, 403)
+	res, b = c.do(t, svc, "GET", usagePath, "", bearer)
+	want(t, res, b, 200)
 	res, b = c.do(t, svc, "GET", "/health", "", nil)
 	want(t, res, b, 200)
 }
@@ -339,6 +349,7 @@ func everyOperation(thread, run string) []operation {
 		{"PATCH", threads + "/" + thread + owned, `{"title":"x"}`},
 		{"DELETE", threads + "/" + thread + owned, ""},
 		{"GET", threads + "/" + thread + "/messages" + owned, ""},
+		{"GET", usagePath + owned, ""},
 		{"GET", "/health", ""},
 		{"GET", "/ready", ""},
 		{"GET", "/metrics", ""},
@@ -566,7 +577,8 @@ func storeScenarios(t *testing.T, c *checker) {
 	<-generated
 	for _, r := range []operation{{"GET", "/ready", ""}, {"POST", generate, runBody("new", "Hi")},
 		{"GET", threads + owned, ""}, {"GET", threads + "/kept" + owned, ""}, {"GET", threads + "/kept/messages" + owned, ""},
-		{"PATCH", threads + "/kept" + owned, `{"title":"x"}`}, {"DELETE", threads + "/kept" + owned, ""}} {
+		{"PATCH", threads + "/kept" + owned, `{"title":"x"}`}, {"DELETE", threads + "/kept" + owned, ""},
+		{"GET", usagePath + owned, ""}} {
 		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 		want(t, res, b, 503)
 	}

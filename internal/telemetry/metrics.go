@@ -56,6 +56,7 @@ type Metrics struct {
 	toolDuration  *prometheus.HistogramVec
 	limited       *prometheus.CounterVec
 	sharedLimits  prometheus.Gauge
+	cost          *prometheus.CounterVec
 }
 
 var (
@@ -142,6 +143,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: namespace, Name: "requests_limited_total",
 			Help: "Requests refused with 429, by scope: address (a client address's rate limit), resource (a resource's rate limit), quota (a resource's daily token quota).",
 		}, []string{"scope"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "cost_total",
+			Help: "What the model calls cost, in US dollars at the prices table (-prices), by provider, model and personality.",
+		}, []string{"provider", "model", "personality"}),
 		sharedLimits: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "rate_limits_shared",
 			Help: "1 while the rate limits are shared through Redis, 0 while this instance limits on its own (no Redis configured, or Redis unreachable).",
@@ -150,7 +155,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.httpRequests, m.httpDuration, m.streamsOpen, m.firstEvent, m.firstText, m.runsInFlight, m.runs,
 		m.runDuration, m.runSteps, m.tokens, m.modelCalls, m.modelDuration, m.toolCalls, m.toolDuration,
-		m.limited, m.sharedLimits,
+		m.limited, m.sharedLimits, m.cost,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -186,6 +191,9 @@ func Handler(reg *prometheus.Registry) http.Handler {
 func (m *Metrics) Known(provider, model string, tools ...string) {
 	for _, scope := range []string{httpapi.ScopeAddress, httpapi.ScopeResource, httpapi.ScopeQuota} {
 		m.limited.WithLabelValues(scope)
+	}
+	for _, p := range agent.Personalities() {
+		m.cost.WithLabelValues(provider, model, string(p))
 	}
 	for _, o := range []string{outcomeOK, outcomeError} {
 		m.modelCalls.WithLabelValues(provider, model, o)
@@ -257,6 +265,7 @@ func (m *Metrics) ModelCalled(_ context.Context, c agent.ModelCallStats) {
 		// Adding 0 still creates the series: every type reads 0, not absent.
 		m.tokens.WithLabelValues(t.typ, c.Provider, c.Model, c.Personality).Add(float64(max(t.n, 0)))
 	}
+	m.cost.WithLabelValues(c.Provider, c.Model, c.Personality).Add(max(c.Cost.Total(), 0))
 }
 
 // ToolCalled implements agent.Observer.

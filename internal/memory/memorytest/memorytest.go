@@ -650,17 +650,17 @@ func testUsage(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.open(t)
 	day, next := memory.Day(base), memory.Day(base.Add(24*time.Hour))
-	if n, err := s.TokensUsed(ctx, "r", day); err != nil || n != 0 {
-		t.Fatalf("a resource with no runs used %d tokens (%v), want 0", n, err)
+	if n, c, err := s.Used(ctx, "r", day); err != nil || n != 0 || c != 0 {
+		t.Fatalf("a resource with no runs used %d tokens, $%f (%v), want 0", n, c, err)
 	}
 	turn := lock(t, s, "t")
 	open(t, turn, "t", "r")
 	appendMsgs(t, turn, msg("u1", "user", "first", 0))
 	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hi", Model: json.RawMessage(`[]`), CreatedAt: base}
-	if _, _, err := turn.Answer(ctx, reply, memory.Usage{ResourceID: "r", Day: day, Tokens: 120}); err != nil {
+	if _, _, err := turn.Answer(ctx, reply, memory.Usage{ResourceID: "r", ThreadID: "t", Day: day, Tokens: 120, Cost: 0.25}); err != nil {
 		t.Fatal(err)
 	}
-	for _, u := range []memory.Usage{{ResourceID: "r", Day: day, Tokens: 30}, {ResourceID: "r", Day: next, Tokens: 7}, {ResourceID: "other", Day: day, Tokens: 5}, {ResourceID: "r", Day: day, Tokens: 0}} {
+	for _, u := range []memory.Usage{{ResourceID: "r", ThreadID: "t2", Day: day, Tokens: 30, Cost: 0.5}, {ResourceID: "r", ThreadID: "t", Day: next, Tokens: 7}, {ResourceID: "other", ThreadID: "o", Day: day, Tokens: 5}, {ResourceID: "r", ThreadID: "t", Day: day, Tokens: 0}} {
 		if err := s.AddUsage(ctx, u); err != nil {
 			t.Fatal(err)
 		}
@@ -669,9 +669,27 @@ func testUsage(t *testing.T, h Harness) {
 		resource, day string
 		want          int64
 	}{{"r", day, 150}, {"r", next, 7}, {"other", day, 5}, {"nobody", day, 0}} {
-		if n, err := s.TokensUsed(ctx, c.resource, c.day); err != nil || n != c.want {
+		if n, _, err := s.Used(ctx, c.resource, c.day); err != nil || n != c.want {
 			t.Errorf("%s on %s used %d tokens (%v), want %d", c.resource, c.day, n, err, c.want)
 		}
+	}
+	if _, cost, _ := s.Used(ctx, "r", day); cost != 0.75 {
+		t.Errorf("r on %s cost $%v, want $0.75", day, cost)
+	}
+	report, err := s.UsageBetween(ctx, "r", day, next)
+	if err != nil || len(report) != 2 {
+		t.Fatalf("the report: %+v, %v", report, err)
+	}
+	d := report[0]
+	if d.Day != day || d.Tokens != 150 || d.Cost != 0.75 || len(d.Threads) != 2 ||
+		d.Threads[0] != (memory.ThreadUsage{ThreadID: "t", Tokens: 120, Cost: 0.25}) || d.Threads[1] != (memory.ThreadUsage{ThreadID: "t2", Tokens: 30, Cost: 0.5}) {
+		t.Fatalf("the first day: %+v", d)
+	}
+	if report[1].Day != next || report[1].Tokens != 7 || len(report[1].Threads) != 1 {
+		t.Fatalf("the second day: %+v", report[1])
+	}
+	if none, err := s.UsageBetween(ctx, "nobody", day, next); err != nil || len(none) != 0 {
+		t.Fatalf("a resource without usage: %+v, %v", none, err)
 	}
 }
 

@@ -167,40 +167,81 @@ func (s *Store) Ping(ctx context.Context) error {
 	var b pgx.Batch
 	b.Queue(`SELECT ` + threadCols + `, last_seq FROM threads LIMIT 1`)
 	b.Queue(`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`)
-	b.Queue(`SELECT resource_id, day, tokens FROM usage LIMIT 1`)
+	b.Queue(`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`)
+	b.Queue(`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`)
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("checking the schema: %w", err)
 	}
 	return nil
 }
 
-// TokensUsed implements memory.Store.
-func (s *Store) TokensUsed(ctx context.Context, resourceID, day string) (int64, error) {
+// Used implements memory.Store.
+func (s *Store) Used(ctx context.Context, resourceID, day string) (int64, float64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, `SELECT tokens FROM usage WHERE resource_id = $1 AND day = $2::date`, resourceID, day).Scan(&n)
+	var cost float64
+	err := s.pool.QueryRow(ctx, `SELECT tokens, cost FROM usage WHERE resource_id = $1 AND day = $2::date`, resourceID, day).Scan(&n, &cost)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading token usage: %w", err)
+		return 0, 0, fmt.Errorf("reading usage: %w", err)
 	}
-	return n, nil
+	return n, cost, nil
+}
+
+// UsageBetween implements memory.Store.
+func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) ([]memory.DayUsage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT to_char(u.day, 'YYYY-MM-DD'), u.tokens, u.cost, t.thread_id, t.tokens, t.cost
+		FROM usage u LEFT JOIN thread_usage t ON t.resource_id = u.resource_id AND t.day = u.day
+		WHERE u.resource_id = $1 AND u.day BETWEEN $2::date AND $3::date
+		ORDER BY u.day, t.tokens DESC, t.thread_id`, resourceID, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("reading usage: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.DayUsage
+	for rows.Next() {
+		var d memory.DayUsage
+		var thread *string
+		var tt *int64
+		var tc *float64
+		if err := rows.Scan(&d.Day, &d.Tokens, &d.Cost, &thread, &tt, &tc); err != nil {
+			return nil, fmt.Errorf("reading usage: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].Day != d.Day {
+			out = append(out, d)
+		}
+		if thread != nil {
+			last := &out[len(out)-1]
+			last.Threads = append(last.Threads, memory.ThreadUsage{ThreadID: *thread, Tokens: *tt, Cost: *tc})
+		}
+	}
+	return out, rows.Err()
 }
 
 // AddUsage implements memory.Store.
 func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
-	if u.Tokens <= 0 {
+	if u.Tokens <= 0 && u.Cost <= 0 {
 		return nil
 	}
-	_, err := s.pool.Exec(ctx, addUsageSQL, u.ResourceID, u.Day, u.Tokens)
-	if err != nil {
-		return fmt.Errorf("counting token usage: %w", err)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return addUsage(ctx, tx, u) })
+}
+
+// addUsage counts u for its resource's and its thread's day, in one round
+// trip.
+func addUsage(ctx context.Context, tx pgx.Tx, u memory.Usage) error {
+	var b pgx.Batch
+	b.Queue(`INSERT INTO usage (resource_id, day, tokens, cost) VALUES ($1, $2::date, $3, $4)
+		ON CONFLICT (resource_id, day) DO UPDATE SET tokens = usage.tokens + excluded.tokens, cost = usage.cost + excluded.cost`,
+		u.ResourceID, u.Day, u.Tokens, u.Cost)
+	b.Queue(`INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES ($1, $2::date, $3, $4, $5)
+		ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = thread_usage.tokens + excluded.tokens, cost = thread_usage.cost + excluded.cost`,
+		u.ResourceID, u.Day, u.ThreadID, u.Tokens, u.Cost)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("counting usage: %w", err)
 	}
 	return nil
 }
-
-const addUsageSQL = `INSERT INTO usage (resource_id, day, tokens) VALUES ($1, $2::date, $3)
-	ON CONFLICT (resource_id, day) DO UPDATE SET tokens = usage.tokens + excluded.tokens`
 
 const threadCols = `id, resource_id, title, metadata, created_at, updated_at, bytes`
 
@@ -523,13 +564,10 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 			return fmt.Errorf("marking messages answered: %w", err)
 		}
 		stored, err = appendTx(ctx, tx, t.id, []memory.Message{reply})
-		if err != nil || u.Tokens <= 0 {
+		if err != nil || (u.Tokens <= 0 && u.Cost <= 0) {
 			return err
 		}
-		if _, err := tx.Exec(ctx, addUsageSQL, u.ResourceID, u.Day, u.Tokens); err != nil {
-			return fmt.Errorf("counting token usage: %w", err)
-		}
-		return nil
+		return addUsage(ctx, tx, u)
 	})
 	if err != nil {
 		return nil, memory.Message{}, err

@@ -40,7 +40,7 @@ type Store struct {
 	locks locks.Set
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
-	stThread, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stTokens *sql.Stmt
+	stThread, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
 	// The writer commits writes in groups (writer.go).
 	writes     chan *write
 	closing    chan struct{}
@@ -108,8 +108,11 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq`},
 		{&s.stInsertMessage, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.stAnswer, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING ` + messageCols},
-		{&s.stUsage, `INSERT INTO usage (resource_id, day, tokens) VALUES (?, ?, ?) ON CONFLICT (resource_id, day) DO UPDATE SET tokens = tokens + excluded.tokens`},
-		{&s.stTokens, `SELECT tokens FROM usage WHERE resource_id = ? AND day = ?`},
+		{&s.stUsage, `INSERT INTO usage (resource_id, day, tokens, cost) VALUES (?, ?, ?, ?)
+			ON CONFLICT (resource_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
+		{&s.stThreadUsage, `INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
+		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
 	} {
 		st, err := s.db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -222,7 +225,8 @@ func (s *Store) Ping(ctx context.Context) error {
 	for _, q := range []string{
 		`SELECT ` + threadCols + `, last_seq FROM threads LIMIT 1`,
 		`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`,
-		`SELECT resource_id, day, tokens FROM usage LIMIT 1`,
+		`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`,
+		`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`,
 	} {
 		rows, err := s.db.QueryContext(ctx, q)
 		if err != nil {
@@ -233,30 +237,64 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// TokensUsed implements memory.Store.
-func (s *Store) TokensUsed(ctx context.Context, resourceID, day string) (int64, error) {
+// Used implements memory.Store.
+func (s *Store) Used(ctx context.Context, resourceID, day string) (int64, float64, error) {
 	var n int64
-	err := s.stTokens.QueryRowContext(ctx, resourceID, day).Scan(&n)
+	var cost float64
+	err := s.stTokens.QueryRowContext(ctx, resourceID, day).Scan(&n, &cost)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("reading token usage: %w", err)
+		return 0, 0, fmt.Errorf("reading usage: %w", err)
 	}
-	return n, nil
+	return n, cost, nil
+}
+
+// UsageBetween implements memory.Store.
+func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) ([]memory.DayUsage, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT u.day, u.tokens, u.cost, t.thread_id, t.tokens, t.cost
+		FROM usage u LEFT JOIN thread_usage t ON t.resource_id = u.resource_id AND t.day = u.day
+		WHERE u.resource_id = ? AND u.day BETWEEN ? AND ?
+		ORDER BY u.day, t.tokens DESC, t.thread_id`, resourceID, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("reading usage: %w", err)
+	}
+	defer rows.Close()
+	var out []memory.DayUsage
+	for rows.Next() {
+		var d memory.DayUsage
+		var thread sql.NullString
+		var tt sql.NullInt64
+		var tc sql.NullFloat64
+		if err := rows.Scan(&d.Day, &d.Tokens, &d.Cost, &thread, &tt, &tc); err != nil {
+			return nil, fmt.Errorf("reading usage: %w", err)
+		}
+		if len(out) == 0 || out[len(out)-1].Day != d.Day {
+			out = append(out, d)
+		}
+		if thread.Valid {
+			last := &out[len(out)-1]
+			last.Threads = append(last.Threads, memory.ThreadUsage{ThreadID: thread.String, Tokens: tt.Int64, Cost: tc.Float64})
+		}
+	}
+	return out, rows.Err()
 }
 
 // AddUsage implements memory.Store.
 func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
-	if u.Tokens <= 0 {
+	if u.Tokens <= 0 && u.Cost <= 0 {
 		return nil
 	}
-	return addUsage(ctx, s.stUsage, u)
+	return s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.addUsage(ctx, tx, u) })
 }
 
-func addUsage(ctx context.Context, st *sql.Stmt, u memory.Usage) error {
-	if _, err := st.ExecContext(ctx, u.ResourceID, u.Day, u.Tokens); err != nil {
-		return fmt.Errorf("counting token usage: %w", err)
+func (s *Store) addUsage(ctx context.Context, tx *sql.Tx, u memory.Usage) error {
+	if _, err := tx.StmtContext(ctx, s.stUsage).ExecContext(ctx, u.ResourceID, u.Day, u.Tokens, u.Cost); err != nil {
+		return fmt.Errorf("counting usage: %w", err)
+	}
+	if _, err := tx.StmtContext(ctx, s.stThreadUsage).ExecContext(ctx, u.ResourceID, u.Day, u.ThreadID, u.Tokens, u.Cost); err != nil {
+		return fmt.Errorf("counting usage: %w", err)
 	}
 	return nil
 }
@@ -493,8 +531,8 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 		if stored, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
 			return err
 		}
-		if u.Tokens > 0 {
-			return addUsage(ctx, tx.StmtContext(ctx, t.s.stUsage), u)
+		if u.Tokens > 0 || u.Cost > 0 {
+			return t.s.addUsage(ctx, tx, u)
 		}
 		return nil
 	})

@@ -35,7 +35,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(ctx)
-	if err != nil || v != 3 {
+	if err != nil || v != 4 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	// The settings every connection needs.
@@ -50,7 +50,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (3)") {
+	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (4)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
