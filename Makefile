@@ -1,7 +1,7 @@
 # The README's two commands are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test services golden check build fakes
+.PHONY: run test services golden check build fakes bench-compare bench-streams
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
@@ -37,3 +37,12 @@ build:
 ## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
 fakes:
 	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090
+
+## bench-compare: the service against the fake upstream alone and on its fake model (SQLite, PostgreSQL), one table (a few minutes; BENCH_FLAGS adds flags)
+bench-compare:
+	$(GO) run ./tools/benchcompare $(BENCH_FLAGS)
+
+## bench-streams: STREAMS (10000) streams open at once on a slow fake model: errors and memory per stream
+STREAMS ?= 10000
+bench-streams:
+	$(GO) run ./tools/benchcompare -streams $(STREAMS) $(BENCH_FLAGS)
