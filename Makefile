@@ -1,7 +1,7 @@
 # The README's two commands are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test services golden check build fakes bench-compare bench-streams
+.PHONY: run test services golden check build fakes bench-compare bench-streams load load-smoke
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
@@ -46,3 +46,11 @@ bench-compare:
 STREAMS ?= 10000
 bench-streams:
 	$(GO) run ./tools/benchcompare -streams $(STREAMS) $(BENCH_FLAGS)
+
+## load: the k6 scripts (deploy/k6; k6 built into bin/ when missing) against a local service on the fake model
+load:
+	bash deploy/k6/run
+
+## load-smoke: the same for about 20 seconds with 2 users each; fails when a threshold fails
+load-smoke:
+	bash deploy/k6/run smoke
