@@ -42,10 +42,11 @@ fakes:
 bench-compare:
 	$(GO) run ./tools/benchcompare $(BENCH_FLAGS)
 
-## bench-streams: STREAMS (10000) streams open at once on a slow fake model: errors and memory per stream
+## bench-streams: STREAMS (10000) streams open at once on the fake model, a token every STREAM_TOKEN_DELAY (1s): errors and memory per stream
 STREAMS ?= 10000
+STREAM_TOKEN_DELAY ?= 1s
 bench-streams:
-	$(GO) run ./tools/benchcompare -streams $(STREAMS) $(BENCH_FLAGS)
+	$(GO) run ./tools/benchcompare -streams $(STREAMS) -stream-token-delay $(STREAM_TOKEN_DELAY) $(BENCH_FLAGS)
 
 ## load: the k6 scripts (deploy/k6; k6 built into bin/ when missing) against a local service on the fake model
 load:

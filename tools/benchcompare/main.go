@@ -66,6 +66,7 @@ type config struct {
 	streams          int
 	streamTokenDelay time.Duration
 	openConcurrency  int
+	maxErrors        int
 	hold             time.Duration
 }
 
@@ -89,6 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.streams, "streams", 0, "instead of the comparison, open this many streams at once and report memory per stream")
 	fs.DurationVar(&c.streamTokenDelay, "stream-token-delay", time.Second, "with -streams: the fake model's delay before each token")
 	fs.IntVar(&c.openConcurrency, "open-concurrency", 256, "with -streams: streams being opened at once (waiting for their first event)")
+	fs.IntVar(&c.maxErrors, "max-errors", 100, "with -streams: stop opening streams once more than this many failed")
 	fs.DurationVar(&c.hold, "hold", 3*time.Second, "with -streams: how long all streams are held open before memory is read")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: benchcompare [flags]\n\nMeasures the service against the fake upstream and on its fake model; prints one table.")
