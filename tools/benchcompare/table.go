@@ -80,6 +80,13 @@ added: service p50/p99 minus upstream p50/p99, at one connection.
 `)
 }
 
+func connections(n int) string {
+	if n == 1 {
+		return "1 connection"
+	}
+	return fmt.Sprintf("%d connections", n)
+}
+
 // printTargets compares the figures with the performance targets.
 func printTargets(w io.Writer, rows []row) {
 	find := func(system, endpoint string, conns int) *row {
@@ -108,11 +115,11 @@ func printTargets(w io.Writer, rows []row) {
 				continue
 			}
 			q := s.st.rps() / u.st.rps()
-			lines = append(lines, fmt.Sprintf("service/upstream throughput >= 0.5, %s, %d conns: %.2f %s", ep, c, q, verdict(q >= 0.5)))
+			lines = append(lines, fmt.Sprintf("service/upstream throughput >= 0.5, %s, %s: %.2f %s", ep, connections(c), q, verdict(q >= 0.5)))
 			if c == 1 && len(s.st.lat) > 0 && len(u.st.lat) > 0 {
 				p50 := quantile(s.st.lat, 0.5) - quantile(u.st.lat, 0.5)
 				p99 := quantile(s.st.lat, 0.99) - quantile(u.st.lat, 0.99)
-				lines = append(lines, fmt.Sprintf("added latency p50 < 0.5 ms, p99 < 3 ms, %s, 1 conn: %s / %s ms %s",
+				lines = append(lines, fmt.Sprintf("added latency p50 < 0.5 ms, p99 < 3 ms, %s, 1 connection: %s / %s ms %s",
 					ep, ms(p50), ms(p99), verdict(p50 < 500*time.Microsecond && p99 < 3*time.Millisecond)))
 			}
 		}
@@ -120,11 +127,11 @@ func printTargets(w io.Writer, rows []row) {
 	if c := 16; find(sysFakeSQLite, "generate", c) != nil {
 		r := find(sysFakeSQLite, "generate", c)
 		p99 := quantile(r.st.lat, 0.99)
-		lines = append(lines, fmt.Sprintf("fake model, SQLite, generate, 16 conns: >= 3000/s and p99 < 50 ms: %.0f/s, %s ms %s",
+		lines = append(lines, fmt.Sprintf("fake model, SQLite, generate, 16 connections: >= 3000/s and p99 < 50 ms: %.0f/s, %s ms %s",
 			r.st.rps(), ms(p99), verdict(r.st.rps() >= 3000 && p99 < 50*time.Millisecond)))
 		if p := find(sysFakePG, "generate", c); p != nil && r.st.rps() > 0 {
 			q := p.st.rps() / r.st.rps()
-			lines = append(lines, fmt.Sprintf("fake model, PostgreSQL within 2x of SQLite, generate, 16 conns: %.2fx %s", q, verdict(q >= 0.5)))
+			lines = append(lines, fmt.Sprintf("fake model, PostgreSQL within 2x of SQLite, generate, 16 connections: %.2fx %s", q, verdict(q >= 0.5)))
 		}
 	}
 	for _, sys := range []string{sysFakeSQLite, sysFakePG} {
