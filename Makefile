@@ -1,7 +1,7 @@
 # The README's two commands are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test services golden check build fakes
+.PHONY: run test services golden check build fakes bench-compare bench-streams load load-smoke
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
@@ -38,3 +38,21 @@ build:
 ## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
 fakes:
 	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090
+
+## bench-compare: the service against the fake upstream alone and on its fake model (SQLite, PostgreSQL), one table (a few minutes; BENCH_FLAGS adds flags)
+bench-compare:
+	$(GO) run ./tools/benchcompare $(BENCH_FLAGS)
+
+## bench-streams: STREAMS (10000) streams open at once on the fake model, a token every STREAM_TOKEN_DELAY (1s): errors and memory per stream
+STREAMS ?= 10000
+STREAM_TOKEN_DELAY ?= 1s
+bench-streams:
+	$(GO) run ./tools/benchcompare -streams $(STREAMS) -stream-token-delay $(STREAM_TOKEN_DELAY) $(BENCH_FLAGS)
+
+## load: the k6 scripts (deploy/k6; k6 built into bin/ when missing) against a local service on the fake model
+load:
+	bash deploy/k6/run
+
+## load-smoke: the same for about 20 seconds with 2 users each; fails when a threshold fails
+load-smoke:
+	bash deploy/k6/run smoke

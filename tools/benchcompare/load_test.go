@@ -1,0 +1,86 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestQuantile(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := quantile(d, c.q); got != c.want {
+			t.Errorf("quantile(1..100 ms, %v) = %v, want %v", c.q, got, c.want)
+		}
+	}
+	if got := quantile(nil, 0.5); got != 0 {
+		t.Errorf("quantile of nothing = %v, want 0", got)
+	}
+}
+
+// TestMeasure: a stream that ends with its terminal event counts, with its
+// time to first event; one cut short and a refusal count as errors by kind.
+func TestMeasure(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("kind") {
+		case "refuse":
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		case "cut":
+			fmt.Fprint(w, "data: {\"type\":\"start\"}\n\n")
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "id: 1\ndata: {\"type\":\"start\"}\n\n")
+		w.(http.Flusher).Flush()
+		time.Sleep(2 * time.Millisecond)
+		fmt.Fprint(w, "id: 2\ndata: {\"type\":\"run-finish\"}\n\n")
+	}))
+	defer srv.Close()
+	done := func(last []byte) bool { return string(last) == `{"type":"run-finish"}` }
+	for _, c := range []struct {
+		kind    string
+		wantErr string
+	}{{"ok", ""}, {"cut", "incomplete stream"}, {"refuse", "503"}} {
+		tg := target{url: srv.URL + "?kind=" + c.kind, body: func(uint64) []byte { return nil }, stream: true, done: done}
+		st := measure(context.Background(), tg, 2, 50*time.Millisecond, 200*time.Millisecond, nil)
+		if c.wantErr == "" {
+			if st.n == 0 || st.errors() != 0 {
+				t.Fatalf("%s: %d answers, errors %v", c.kind, st.n, st.errs)
+			}
+			if p50 := quantile(st.lat, 0.5); p50 < 2*time.Millisecond {
+				t.Errorf("%s: p50 %v, shorter than the stream", c.kind, p50)
+			}
+			if f := quantile(st.ttfe, 0.5); f <= 0 || f > quantile(st.lat, 0.5) {
+				t.Errorf("%s: time to first event %v, latency %v", c.kind, f, quantile(st.lat, 0.5))
+			}
+			continue
+		}
+		if st.n != 0 || st.errs[c.wantErr] == 0 {
+			t.Errorf("%s: %d answers, errors %v; want only %q", c.kind, st.n, st.errs, c.wantErr)
+		}
+	}
+}
+
+func TestAnnounced(t *testing.T) {
+	if u, ok := announcedByService(`{"time":"x","level":"INFO","msg":"listening","addr":"127.0.0.1:4111"}`); !ok || u != "http://127.0.0.1:4111" {
+		t.Errorf("service: %q %v", u, ok)
+	}
+	if _, ok := announcedByService(`{"msg":"request","addr":"127.0.0.1:4111"}`); ok {
+		t.Error("service: a request log line taken for the listening one")
+	}
+	if u, ok := announcedByFakes("openai listening on http://127.0.0.1:8092"); !ok || u != "http://127.0.0.1:8092" {
+		t.Errorf("fakes: %q %v", u, ok)
+	}
+}
