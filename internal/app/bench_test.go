@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	fakeopenai "github.com/companionhq/companion/fakes/openai"
+	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
@@ -17,8 +19,13 @@ import (
 // benchTurns sends one turn per iteration, each on a thread of its own,
 // through the whole service in process: strict decoding, the agent on the
 // fake model, memory on the store, the generate body or the stream.
-func benchTurns(b *testing.B, databaseURL, path string) {
-	svc := apptest.Start(b, func(c *app.Config) { c.DatabaseURL = databaseURL })
+func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.Config)) {
+	svc := apptest.Start(b, func(c *app.Config) {
+		c.DatabaseURL = databaseURL
+		for _, f := range configure {
+			f(c)
+		}
+	})
 	h := svc.App.Handler()
 	var n atomic.Int64
 	// 16 requests at once on 2 cores, as 16 connections would send them.
@@ -27,7 +34,7 @@ func benchTurns(b *testing.B, databaseURL, path string) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":"u","messages":[{"role":"user","content":"How do I start my day well?"}]}`, n.Add(1))
+			body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":"u","messages":[{"role":"user","content":"How do I start my day well?"}],"modelSettings":{"maxOutputTokens":64}}`, n.Add(1))
 			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 			req.Header.Set("Content-Type", "application/json")
 			rec := httptest.NewRecorder()
@@ -49,4 +56,15 @@ func BenchmarkStreamSQLite(b *testing.B) {
 
 func BenchmarkGeneratePostgres(b *testing.B) {
 	benchTurns(b, pgtest.URL(b), "/api/agents/companionAgent/generate")
+}
+
+// BenchmarkGenerateUpstream is BenchmarkGenerateSQLite through the
+// OpenAI-compatible provider, against the fake upstream in process: what
+// the provider's HTTP client and stream parsing add.
+func BenchmarkGenerateUpstream(b *testing.B) {
+	up := httptest.NewServer(fakeopenai.New(upstream.Options{}))
+	b.Cleanup(up.Close)
+	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/generate", func(c *app.Config) {
+		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
+	})
 }
