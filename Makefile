@@ -1,7 +1,13 @@
 # The README's two commands are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test services golden check build fakes
+# The version and commit that `make build` stamps into the binaries
+# (`companion version`); the image gets the same as build arguments.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: run test services golden check build fakes help
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
@@ -30,10 +36,17 @@ check:
 golden:
 	$(GO) test ./... -update
 
-## build: the binaries, into bin/
+## build: the binaries, into bin/, stamped with the version and commit
 build:
-	$(GO) build -o bin/ ./cmd/... ./fakes/cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./fakes/cmd/...
 
 ## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
 fakes:
 	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090
+
+## help: this list: every target with a `## target: what it does` line above it
+help:
+	@echo 'make <target>, where <target> is one of:'
+	@awk '/^## [A-Za-z0-9_.-]+:/ { sub(/^## /, ""); i = index($$0, ":"); \
+	    printf "  %-14s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2); next } \
+	  /^## / { sub(/^## /, ""); printf "  %-14s %s\n", "", $$0 }' $(MAKEFILE_LIST)
