@@ -13,17 +13,17 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 run:
 	$(GO) run ./cmd/companion serve
 
-## test: the whole suite, with the race detector, as CI runs it
+## test: the whole suite, with the race detector, as CI runs it; ends with a count of tests passed, failed, skipped
 test: services check
-	$(GO) test -race -count=1 ./...
+	$(GO) run ./tools/testsummary -race -count=1 ./...
 
-## services: PostgreSQL, Redis, Node (with the client packages) and Prometheus for the tests that use them
-## (started or installed when missing; outside CI a failure only skips those tests)
+## services: check that PostgreSQL, Redis, Node (with the client packages) and Prometheus are there for the tests;
+## what is missing is installed only with CI=true or COMPANION_INSTALL=1, else its tests skip and say why
 services:
-	@bash .ci/postgres || { [ "$$CI" != true ] && echo "PostgreSQL is not available: the tests that need it will be skipped"; }
-	@bash .ci/redis || { [ "$$CI" != true ] && echo "Redis is not available: the tests that need it will be skipped"; }
-	@bash .ci/node || { [ "$$CI" != true ] && echo "Node is not available: the client tests will be skipped"; }
-	@bash .ci/prometheus || { [ "$$CI" != true ] && echo "Prometheus is not available: the tests that need it will be skipped"; }
+	@bash .ci/postgres || [ "$$CI" != true ]
+	@bash .ci/redis || [ "$$CI" != true ]
+	@bash .ci/node || [ "$$CI" != true ]
+	@bash .ci/prometheus || [ "$$CI" != true ]
 
 ## check: formatting, vet and a tidy go.mod
 check:

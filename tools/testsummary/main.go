@@ -1,0 +1,218 @@
+// Command testsummary runs `go test -json` with the arguments it is given
+// and prints what `go test` would: each package's ok or FAIL line, the
+// output of failed tests, build errors. Then it lists why tests were
+// skipped, grouped by reason, and ends with one line:
+//
+//	tests: 812 passed, 0 failed, 14 skipped
+//
+// It exits with go test's status, or 1 when a test failed, so a failure
+// still fails `make test`.
+//
+//	go run ./tools/testsummary -race -count=1 ./...
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs go test -json args and summarises its events on stdout; it
+// returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	cmd := exec.Command("go", append([]string{"test", "-json"}, args...)...)
+	cmd.Stderr = stderr
+	events, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintln(stderr, "testsummary:", err)
+		return 1
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(stderr, "testsummary:", err)
+		return 1
+	}
+	s := newSummary(stdout)
+	s.read(events)
+	err = cmd.Wait()
+	s.finish()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	case err != nil:
+		fmt.Fprintln(stderr, "testsummary: go test:", err)
+		return 1
+	case s.failed > 0 || len(s.failedPackages) > 0:
+		return 1
+	}
+	return 0
+}
+
+// event is one line of go test -json (cmd/test2json).
+type event struct {
+	Action     string
+	Package    string
+	Test       string
+	Output     string
+	ImportPath string // build-output and build-fail
+}
+
+// testKey names a test within its package.
+type testKey struct{ pkg, test string }
+
+// summary follows the event stream: it prints as it goes and counts.
+type summary struct {
+	w                       io.Writer
+	passed, failed, skipped int
+	output                  map[testKey][]string // output of running tests
+	failedInPkg             map[string]int
+	failedPackages          []string            // packages that failed with no failing test
+	skips                   map[string][]string // reason -> tests
+}
+
+func newSummary(w io.Writer) *summary {
+	return &summary{w: w, output: map[testKey][]string{}, failedInPkg: map[string]int{}, skips: map[string][]string{}}
+}
+
+// read consumes the event stream.
+func (s *summary) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			fmt.Fprintf(s.w, "%s\n", line) // not an event: pass it on
+			continue
+		}
+		s.add(e)
+	}
+}
+
+// framing reports lines go test prints only in verbose mode.
+func framing(line string) bool {
+	for _, p := range []string{"=== RUN", "=== PAUSE", "=== CONT", "=== NAME"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *summary) add(e event) {
+	switch e.Action {
+	case "build-output":
+		fmt.Fprint(s.w, e.Output)
+		return
+	case "build-fail":
+		return // the package's own fail event follows
+	}
+	if e.Test == "" {
+		switch e.Action {
+		case "output":
+			if e.Output != "PASS\n" {
+				fmt.Fprint(s.w, e.Output)
+			}
+		case "fail":
+			// Tests still running when their package failed (a panic, a
+			// timeout) end here as failures.
+			for k, lines := range s.output {
+				if k.pkg == e.Package {
+					s.failed++
+					s.failedInPkg[e.Package]++
+					fmt.Fprintf(s.w, "--- FAIL: %s (did not finish)\n", k.test)
+					s.print(lines)
+					delete(s.output, k)
+				}
+			}
+			if s.failedInPkg[e.Package] == 0 {
+				s.failedPackages = append(s.failedPackages, e.Package)
+			}
+		}
+		return
+	}
+	k := testKey{e.Package, e.Test}
+	switch e.Action {
+	case "run":
+		s.output[k] = nil
+	case "output":
+		s.output[k] = append(s.output[k], e.Output)
+	case "pass":
+		s.passed++
+		delete(s.output, k)
+	case "fail":
+		s.failed++
+		s.failedInPkg[e.Package]++
+		s.print(s.output[k])
+		delete(s.output, k)
+	case "skip":
+		s.skipped++
+		reason := skipReason(s.output[k])
+		s.skips[reason] = append(s.skips[reason], e.Package+"."+e.Test)
+		delete(s.output, k)
+	}
+}
+
+// print writes a test's output as go test does without -v.
+func (s *summary) print(lines []string) {
+	for _, l := range lines {
+		if !framing(l) {
+			fmt.Fprint(s.w, l)
+		}
+	}
+}
+
+// skipReason is what a skipped test said, without its framing lines.
+func skipReason(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		if framing(l) || strings.HasPrefix(strings.TrimSpace(l), "--- SKIP") {
+			continue
+		}
+		b.WriteString("    " + strings.TrimSpace(l) + "\n")
+	}
+	if b.Len() == 0 {
+		return "    (no reason given)\n"
+	}
+	return b.String()
+}
+
+// finish prints the skip reasons and the closing line.
+func (s *summary) finish() {
+	if len(s.skips) > 0 {
+		reasons := make([]string, 0, len(s.skips))
+		for r := range s.skips {
+			reasons = append(reasons, r)
+		}
+		sort.Slice(reasons, func(i, j int) bool {
+			if a, b := len(s.skips[reasons[i]]), len(s.skips[reasons[j]]); a != b {
+				return a > b
+			}
+			return reasons[i] < reasons[j]
+		})
+		fmt.Fprintln(s.w, "\nskipped tests, by reason:")
+		for _, r := range reasons {
+			tests := s.skips[r]
+			shown := tests
+			more := ""
+			if len(shown) > 3 {
+				shown, more = shown[:3], fmt.Sprintf(" and %d more", len(tests)-3)
+			}
+			fmt.Fprintf(s.w, "  %d skipped (%s%s):\n%s", len(tests), strings.Join(shown, ", "), more, r)
+		}
+	}
+	if len(s.failedPackages) > 0 {
+		fmt.Fprintf(s.w, "\npackages that failed to build or run: %s\n", strings.Join(s.failedPackages, ", "))
+	}
+	fmt.Fprintf(s.w, "\ntests: %d passed, %d failed, %d skipped\n", s.passed, s.failed, s.skipped)
+}
