@@ -75,13 +75,14 @@ type summary struct {
 	w                       io.Writer
 	passed, failed, skipped int
 	output                  map[testKey][]string // output of running tests
+	pending                 map[string][]string  // what a package printed, shown when it ends
 	failedInPkg             map[string]int
 	failedPackages          []string            // packages that failed with no failing test
 	skips                   map[string][]string // reason -> tests
 }
 
 func newSummary(w io.Writer) *summary {
-	return &summary{w: w, output: map[testKey][]string{}, failedInPkg: map[string]int{}, skips: map[string][]string{}}
+	return &summary{w: w, output: map[testKey][]string{}, pending: map[string][]string{}, failedInPkg: map[string]int{}, skips: map[string][]string{}}
 }
 
 // read consumes the event stream.
@@ -121,23 +122,28 @@ func (s *summary) add(e event) {
 		switch e.Action {
 		case "output":
 			if e.Output != "PASS\n" {
-				fmt.Fprint(s.w, e.Output)
+				s.pending[e.Package] = append(s.pending[e.Package], e.Output)
 			}
 		case "fail":
 			// Tests still running when their package failed (a panic, a
 			// timeout) end here as failures.
+			var unfinished []string
 			for k, lines := range s.output {
 				if k.pkg == e.Package {
 					s.failed++
 					s.failedInPkg[e.Package]++
-					fmt.Fprintf(s.w, "--- FAIL: %s (did not finish)\n", k.test)
-					s.print(lines)
+					unfinished = append(unfinished, fmt.Sprintf("--- FAIL: %s (did not finish)\n", k.test))
+					unfinished = append(unfinished, visible(lines)...)
 					delete(s.output, k)
 				}
 			}
+			s.pending[e.Package] = append(unfinished, s.pending[e.Package]...)
 			if s.failedInPkg[e.Package] == 0 {
 				s.failedPackages = append(s.failedPackages, e.Package)
 			}
+			s.flush(e.Package)
+		case "pass", "skip":
+			s.flush(e.Package)
 		}
 		return
 	}
@@ -153,7 +159,16 @@ func (s *summary) add(e event) {
 	case "fail":
 		s.failed++
 		s.failedInPkg[e.Package]++
-		s.print(s.output[k])
+		// go test without -v puts the --- FAIL line above the test's log.
+		var head, rest []string
+		for _, l := range visible(s.output[k]) {
+			if strings.HasPrefix(strings.TrimSpace(l), "--- FAIL: "+e.Test+" ") {
+				head = append(head, l)
+			} else {
+				rest = append(rest, l)
+			}
+		}
+		s.pending[e.Package] = append(append(s.pending[e.Package], head...), rest...)
 		delete(s.output, k)
 	case "skip":
 		s.skipped++
@@ -163,13 +178,24 @@ func (s *summary) add(e event) {
 	}
 }
 
-// print writes a test's output as go test does without -v.
-func (s *summary) print(lines []string) {
+// visible is the part of a test's output go test shows without -v.
+func visible(lines []string) []string {
+	var out []string
 	for _, l := range lines {
 		if !framing(l) {
-			fmt.Fprint(s.w, l)
+			out = append(out, l)
 		}
 	}
+	return out
+}
+
+// flush prints what a package printed, once it has ended, so that packages
+// run in parallel do not interleave, as with go test.
+func (s *summary) flush(pkg string) {
+	for _, l := range s.pending[pkg] {
+		fmt.Fprint(s.w, l)
+	}
+	delete(s.pending, pkg)
 }
 
 // skipReason is what a skipped test said, without its framing lines.
@@ -189,6 +215,15 @@ func skipReason(lines []string) string {
 
 // finish prints the skip reasons and the closing line.
 func (s *summary) finish() {
+	// Output of packages that never ended (go test was killed).
+	pkgs := make([]string, 0, len(s.pending))
+	for p := range s.pending {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		s.flush(p)
+	}
 	if len(s.skips) > 0 {
 		reasons := make([]string, 0, len(s.skips))
 		for r := range s.skips {

@@ -19,7 +19,7 @@ func TestRun(t *testing.T) {
 		contains []string
 	}{
 		{"0", 0, "tests: 2 passed, 0 failed, 1 skipped\n", []string{"ok  \t", "no widget here", "1 skipped (github.com/companionhq/companion/tools/testsummary/testdata/sample.TestSkips)"}},
-		{"1", 1, "tests: 1 passed, 1 failed, 1 skipped\n", []string{"--- FAIL: TestMayFail", "the widget broke", "FAIL\tgithub.com/companionhq/companion/tools/testsummary/testdata/sample"}},
+		{"1", 1, "tests: 1 passed, 1 failed, 1 skipped\n", []string{"--- FAIL: TestMayFail (", "--- FAIL: TestMayFail (0.00s)\n    sample_test.go:16: the widget broke\n", "FAIL\tgithub.com/companionhq/companion/tools/testsummary/testdata/sample"}},
 	} {
 		t.Run("SAMPLE_FAIL="+tc.fail, func(t *testing.T) {
 			t.Setenv("SAMPLE_FAIL", tc.fail)
