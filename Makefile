@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: run test services golden check build fakes help
+.PHONY: run test services golden check build fakes help up down
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
@@ -43,6 +43,19 @@ build:
 ## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
 fakes:
 	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090
+
+## up: the whole stack in containers (deploy/compose.yaml): the service on PostgreSQL and Redis, Prometheus,
+## Grafana, the OpenTelemetry Collector and Jaeger; needs Docker with Compose v2
+up:
+	COMPANION_VERSION=$(VERSION) COMPANION_COMMIT=$(COMMIT) docker compose -f deploy/compose.yaml up -d --build --wait
+	@echo 'companion   http://127.0.0.1:4111'
+	@echo 'Grafana     http://127.0.0.1:3000   (the Companion dashboard; Traces link at its top)'
+	@echo 'Prometheus  http://127.0.0.1:9090'
+	@echo 'Jaeger      http://127.0.0.1:16686'
+
+## down: stop the stack and remove its containers; its data volumes stay (docker compose -f deploy/compose.yaml down -v removes them)
+down:
+	docker compose -f deploy/compose.yaml down
 
 ## help: this list: every target with a `## target: what it does` line above it
 help:
