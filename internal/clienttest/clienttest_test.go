@@ -56,7 +56,7 @@ func unavailable(t *testing.T, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
 	if inCI() {
-		t.Fatalf("%s (CI=true: run .ci/node first)", msg)
+		t.Fatalf("%s (CI=true: make test runs .ci/node first)", msg)
 	}
 	t.Skipf("%s: the JavaScript client tests are skipped (COMPANION_INSTALL=1 make test installs what they need)", msg)
 }
