@@ -30,9 +30,11 @@ import (
 	"time"
 
 	_ "github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
-// The service built from this tree, once per test binary.
+// The service built from this tree, once per test binary, in a folder
+// removed when the test binary exits.
 var built struct {
 	once sync.Once
 	dir  string
@@ -40,20 +42,12 @@ var built struct {
 	err  error
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built.dir != "" {
-		os.RemoveAll(built.dir)
-	}
-	os.Exit(code)
-}
-
 // companionBinary builds ./cmd/companion, stamped with ldflags as the image
 // does.
 func companionBinary(t *testing.T) string {
 	t.Helper()
 	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "companion-deploy-test-")
+		built.dir, built.err = throwaway.TempDir("deploy-test")
 		if built.err != nil {
 			return
 		}

@@ -22,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -35,6 +36,13 @@ i=0
 while kill -0 "$1" 2>/dev/null && [ "$i" -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 kill -9 "-$1" 2>/dev/null
 rm -rf -- "$3"
+`
+
+// folderReaperScript waits for end-of-file on its standard input, then
+// removes the folder $1.
+const folderReaperScript = `trap '' INT HUP TERM
+cat >/dev/null
+rm -rf -- "$1"
 `
 
 // Process is a running server with its reaper.
@@ -51,6 +59,53 @@ type Process struct {
 // when the test binary exits.
 func Dir(name string) (string, error) {
 	return os.MkdirTemp("", "companion-"+name+"-")
+}
+
+// TempDir makes a folder, named after what it is for, that is removed when
+// the test binary exits, however it exits: for what lives as long as the
+// test binary, such as a binary the tests build once.
+func TempDir(name string) (string, error) {
+	dir, err := Dir(name)
+	if err != nil {
+		return "", err
+	}
+	w, err := startReaper(exec.Command("sh", "-c", folderReaperScript, "reaper", dir))
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	folders.Lock()
+	folders.alive = append(folders.alive, w)
+	folders.Unlock()
+	return dir, nil
+}
+
+// folders keeps the write ends of the folder reapers' pipes open and
+// reachable while the test binary runs.
+var folders struct {
+	sync.Mutex
+	alive []*os.File
+}
+
+// startReaper starts reaper, in a process group of its own, reading a pipe
+// whose write end it returns: the reaper's work begins when that closes.
+func startReaper(reaper *exec.Cmd) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	reaper.Stdin = r
+	reaper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = reaper.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("starting a reaper: %w", err)
+	}
+	// The reaper outlives the test binary on purpose; nothing waits for it
+	// here, and init reaps it.
+	_ = reaper.Process.Release()
+	return w, nil
 }
 
 // FreePort is a loopback TCP port nothing listened on a moment ago. Another
@@ -86,24 +141,11 @@ func Start(cmd *exec.Cmd, stop syscall.Signal, dir string) (*Process, error) {
 		close(p.exited)
 	}()
 
-	r, w, err := os.Pipe()
+	w, err := startReaper(exec.Command(sh, "-c", reaperScript, "reaper", strconv.Itoa(cmd.Process.Pid), strconv.Itoa(int(stop)), dir))
 	if err != nil {
 		p.Kill()
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", cmd.Path, err)
 	}
-	reaper := exec.Command(sh, "-c", reaperScript, "reaper", strconv.Itoa(cmd.Process.Pid), strconv.Itoa(int(stop)), dir)
-	reaper.Stdin = r
-	reaper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = reaper.Start()
-	r.Close()
-	if err != nil {
-		w.Close()
-		p.Kill()
-		return nil, fmt.Errorf("starting the reaper of %s: %w", cmd.Path, err)
-	}
-	// The reaper outlives the test binary on purpose; nothing waits for it
-	// here, and init reaps it.
-	_ = reaper.Process.Release()
 	p.alive = w
 	return p, nil
 }

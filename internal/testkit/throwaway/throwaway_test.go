@@ -43,7 +43,12 @@ func helper(how string) {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Println(p.Pid(), dir)
+	folder, err := throwaway.TempDir("reaper-test-folder")
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println(p.Pid(), dir, folder)
 	if how == "kill" {
 		time.Sleep(time.Minute)
 	}
@@ -62,9 +67,14 @@ func TestReaperCleansUpAfterTheBinaryExits(t *testing.T) {
 				t.Fatal(err)
 			}
 			line, _ := bufio.NewReader(out).ReadString('\n')
-			pidText, dir, ok := strings.Cut(strings.TrimSpace(line), " ")
-			pid, perr := strconv.Atoi(pidText)
-			if !ok || perr != nil {
+			fields := strings.Fields(line)
+			if len(fields) != 3 {
+				_ = cmd.Process.Kill()
+				t.Fatalf("helper said %q", line)
+			}
+			pid, perr := strconv.Atoi(fields[0])
+			dir, folder := fields[1], fields[2]
+			if perr != nil {
 				_ = cmd.Process.Kill()
 				t.Fatalf("helper said %q", line)
 			}
@@ -79,12 +89,13 @@ func TestReaperCleansUpAfterTheBinaryExits(t *testing.T) {
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				_, statErr := os.Stat(dir)
+				_, folderErr := os.Stat(folder)
 				gone := syscall.Kill(pid, 0) != nil
-				if gone && os.IsNotExist(statErr) {
+				if gone && os.IsNotExist(statErr) && os.IsNotExist(folderErr) {
 					return
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("after the test binary exited: server gone %v, folder %s: %v", gone, dir, statErr)
+					t.Fatalf("after the test binary exited: server gone %v, its folder %s: %v, the other folder %s: %v", gone, dir, statErr, folder, folderErr)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
