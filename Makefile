@@ -1,24 +1,30 @@
 # The README's two commands are `make run` and `make test`.
 GO ?= go
 
-.PHONY: run test services golden check build fakes bench-compare bench-streams load load-smoke
+# The version and commit that `make build` stamps into the binaries
+# (`companion version`); the image gets the same as build arguments.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
+.PHONY: run test services golden check build fakes help up down bench-compare bench-streams load load-smoke
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
 	$(GO) run ./cmd/companion serve
 
-## test: the whole suite, with the race detector, as CI runs it
+## test: the whole suite, with the race detector, as CI runs it; ends with a count of tests passed, failed, skipped
 test: services check
-	$(GO) test -race -count=1 ./...
+	$(GO) run ./tools/testsummary -race -count=1 ./...
 
-## services: PostgreSQL, Redis, Node (with the client packages), Chromium and Prometheus for the tests that use them
-## (started or installed when missing; outside CI a failure only skips those tests)
+## services: check that PostgreSQL, Redis, Node (with the client packages), Chromium and Prometheus are there for the tests;
+## what is missing is installed only with CI=true or COMPANION_INSTALL=1, else its tests skip and say why
 services:
-	@bash .ci/postgres || { [ "$$CI" != true ] && echo "PostgreSQL is not available: the tests that need it will be skipped"; }
-	@bash .ci/redis || { [ "$$CI" != true ] && echo "Redis is not available: the tests that need it will be skipped"; }
-	@bash .ci/node || { [ "$$CI" != true ] && echo "Node is not available: the client tests will be skipped"; }
-	@bash .ci/browser || { [ "$$CI" != true ] && echo "Chromium is not available: the browser test of the web chat will be skipped"; }
-	@bash .ci/prometheus || { [ "$$CI" != true ] && echo "Prometheus is not available: the tests that need it will be skipped"; }
+	@bash .ci/postgres || [ "$$CI" != true ]
+	@bash .ci/redis || [ "$$CI" != true ]
+	@bash .ci/node || [ "$$CI" != true ]
+	@bash .ci/browser || [ "$$CI" != true ]
+	@bash .ci/prometheus || [ "$$CI" != true ]
 
 ## check: formatting, vet and a tidy go.mod
 check:
@@ -31,9 +37,9 @@ check:
 golden:
 	$(GO) test ./... -update
 
-## build: the binaries, into bin/
+## build: the binaries, into bin/, stamped with the version and commit
 build:
-	$(GO) build -o bin/ ./cmd/... ./fakes/cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./fakes/cmd/...
 
 ## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
 fakes:
@@ -56,3 +62,23 @@ load:
 ## load-smoke: the same for about 20 seconds with 2 users each; fails when a threshold fails
 load-smoke:
 	bash deploy/k6/run smoke
+
+## up: the whole stack in containers (deploy/compose.yaml): the service on PostgreSQL and Redis, Prometheus,
+## Grafana, the OpenTelemetry Collector and Jaeger; needs Docker with Compose v2
+up:
+	COMPANION_VERSION=$(VERSION) COMPANION_COMMIT=$(COMMIT) docker compose -f deploy/compose.yaml up -d --build --wait
+	@echo 'companion   http://127.0.0.1:4111'
+	@echo 'Grafana     http://127.0.0.1:3000   (the Companion dashboard; Traces link at its top)'
+	@echo 'Prometheus  http://127.0.0.1:9090'
+	@echo 'Jaeger      http://127.0.0.1:16686'
+
+## down: stop the stack and remove its containers; its data volumes stay (docker compose -f deploy/compose.yaml down -v removes them)
+down:
+	docker compose -f deploy/compose.yaml down
+
+## help: this list: every target with a `## target: what it does` line above it
+help:
+	@echo 'make <target>, where <target> is one of:'
+	@awk '/^## [A-Za-z0-9_.-]+:/ { sub(/^## /, ""); i = index($$0, ":"); \
+	    printf "  %-14s %s\n", substr($$0, 1, i - 1), substr($$0, i + 2); next } \
+	  /^## / { sub(/^## /, ""); printf "  %-14s %s\n", "", $$0 }' $(MAKEFILE_LIST)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/telemetry"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -263,5 +265,55 @@ func TestCollectorConfig(t *testing.T) {
 		if _, ok := defined[fmt.Sprint(e)]; !ok {
 			t.Errorf("extension %v is not defined", e)
 		}
+	}
+}
+
+// TestTracesLink: the dashboard links to Grafana's Explore on the
+// provisioned trace data source, searching the service's traces.
+func TestTracesLink(t *testing.T) {
+	ds := readYAML(t, "grafana/provisioning/datasources/jaeger.yaml")
+	list, _ := ds["datasources"].([]any)
+	if ds["apiVersion"] != 1 || len(list) != 1 || get(list[0], "type") != "jaeger" || get(list[0], "url") == nil {
+		t.Fatalf("trace datasources: %v", ds)
+	}
+	uid, _ := get(list[0], "uid").(string)
+
+	b, err := os.ReadFile(dashboardPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Links []struct{ Title, Type, URL string }
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, l := range d.Links {
+		u, err := url.Parse(l.URL)
+		if err != nil || u.Path != "/explore" {
+			continue
+		}
+		var panes map[string]struct {
+			Datasource string
+			Queries    []struct {
+				Datasource struct{ Type, UID string }
+				QueryType  string
+				Service    string
+			}
+		}
+		if err := json.Unmarshal([]byte(u.Query().Get("panes")), &panes); err != nil {
+			t.Fatalf("link %q: panes: %v", l.Title, err)
+		}
+		for _, p := range panes {
+			for _, q := range p.Queries {
+				if p.Datasource == uid && q.Datasource.UID == uid && q.Datasource.Type == "jaeger" && q.Service == telemetry.ServiceName {
+					found = true
+				}
+			}
+		}
+	}
+	if !found || uid == "" {
+		t.Fatalf("no dashboard link searches %q's traces on the data source %q: %+v", telemetry.ServiceName, uid, d.Links)
 	}
 }

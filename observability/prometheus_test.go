@@ -25,8 +25,9 @@ import (
 )
 
 // prometheusTools returns the paths of prometheus and promtool. When they
-// are missing it runs .ci/prometheus, which installs Debian's package; when
-// they still cannot be had the test is skipped, and fails under CI.
+// are missing it runs .ci/prometheus, which installs Debian's package with
+// CI=true or COMPANION_INSTALL=1 only; when they still cannot be had the
+// test is skipped, and fails under CI.
 func prometheusTools(t *testing.T) (prometheus, promtool string) {
 	t.Helper()
 	look := func() bool {
@@ -42,11 +43,11 @@ func prometheusTools(t *testing.T) (prometheus, promtool string) {
 	if look() {
 		return prometheus, promtool
 	}
-	msg := fmt.Sprintf("prometheus and promtool are not installed and .ci/prometheus could not install them (%v):\n%s", err, out)
+	msg := fmt.Sprintf("prometheus and promtool are not installed, and .ci/prometheus did not install them (%v):\n%s", err, out)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
-	t.Skip(msg + "\nskipping: run .ci/prometheus as root to install them")
+	t.Skip(msg + "skipping (COMPANION_INSTALL=1 make test installs them)")
 	return "", ""
 }
 

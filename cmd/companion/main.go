@@ -1,7 +1,7 @@
 // Command companion runs the companion agent service.
 //
 //	companion serve     run the HTTP API (the default)
-//	companion version   print the version
+//	companion version   print the version and commit (also --version)
 //
 // Configuration comes from flags and COMPANION_* environment variables; a
 // flag wins over its variable. `companion serve -h` lists them.
@@ -32,7 +32,7 @@ func main() {
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version" || len(args[0]) > 0 && args[0][0] != '-') {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -46,8 +46,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return chatCommand(ctx, args, getenv, stdout, stderr)
 	case "ask":
 		return askCommand(ctx, args, getenv, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "companion", version())
+	case "version", "-version", "--version":
+		v, c := buildInfo()
+		fmt.Fprintf(stdout, "companion %s (commit %s)\n", v, c)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -63,12 +64,46 @@ Commands:
   serve     run the HTTP API (default); see companion serve -h
   chat      talk with a running service in the terminal; see companion chat -h
   ask       send one message to a running service and print the reply; see companion ask -h
-  version   print the version
+  version   print the version and commit (also --version)
 `
 
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+// version and commit are stamped at build time, as `make build` and the
+// container image do:
+//
+//	go build -ldflags "-X main.version=v1.2.0 -X main.commit=$(git rev-parse HEAD)"
+//
+// The linker can only set package-level variables; nothing else writes them.
+var version, commit string
+
+// buildInfo is the stamped version and commit. Unstamped, they come from
+// what the Go toolchain recorded: the module version (a tag or pseudo-version
+// with `go install`, "(devel)" otherwise) and the VCS revision, "-dirty"
+// when the tree had changes.
+func buildInfo() (ver, rev string) {
+	ver, rev = version, commit
+	bi, ok := debug.ReadBuildInfo()
+	if ver == "" {
+		ver = "(devel)"
+		if ok && bi.Main.Version != "" {
+			ver = bi.Main.Version
+		}
 	}
-	return "(devel)"
+	if rev == "" {
+		rev = "unknown"
+		if ok {
+			var modified bool
+			for _, s := range bi.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					rev = s.Value
+				case "vcs.modified":
+					modified = s.Value == "true"
+				}
+			}
+			if modified && rev != "unknown" {
+				rev += "-dirty"
+			}
+		}
+	}
+	return ver, rev
 }

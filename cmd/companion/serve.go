@@ -17,11 +17,11 @@ import (
 
 // serve builds the service and serves it until ctx ends.
 func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writer) error {
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: readableDurations}))
 	// go-redis logs through a logger of its own, to stderr by default: route
 	// it into ours, where a Redis outage is already reported once.
 	redis.SetLogger(redisLog{log})
-	cfg.Version = version()
+	cfg.Version, _ = buildInfo()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -53,6 +53,15 @@ func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writ
 		}
 	}()
 	return a.Serve(ctx, ln, metrics)
+}
+
+// readableDurations writes durations as Go duration strings ("30s",
+// "1.5ms"), which people read, rather than JSON's nanoseconds.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // redisLog is go-redis's logger on our log, at debug level.

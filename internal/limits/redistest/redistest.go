@@ -1,37 +1,64 @@
 // Package redistest gives tests a Redis: the shared test server, with a key
 // prefix of their own, or a private server they may stop and start.
 //
-// The shared server is the one named by COMPANION_TEST_REDIS_URL, or the
-// local default. When it cannot be reached, or redis-server is not installed
-// for a private one, tests are skipped with a message, except with CI=true,
-// where they fail: CI must test Redis.
+// The shared server is the one named by COMPANION_TEST_REDIS_URL when it is
+// set (CI's service containers set it). Otherwise each test binary starts a
+// private, throwaway redis-server the first time a test asks for one: on a
+// free loopback port, saving nothing, its folder in a temporary one,
+// stopped and removed when the test binary exits. The machine's own Redis is
+// never used.
+//
+// When redis-server is not installed, or the server cannot be reached,
+// tests are skipped with a message saying how to provide it, except with
+// CI=true, where they fail: CI must test Redis.
 package redistest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
-// DefaultURL is the server tests use when COMPANION_TEST_REDIS_URL is unset.
-const DefaultURL = "redis://127.0.0.1:6379/0"
+// remedy tells how to give the tests a Redis.
+const remedy = "install redis-server (`COMPANION_INSTALL=1 make test` installs Debian's redis-server), " +
+	"or set COMPANION_TEST_REDIS_URL to a server the tests may write to"
 
-// ServerURL is the URL of the shared test server.
+// shared is the test binary's private server: started once, kept until it
+// exits.
+var shared struct {
+	once sync.Once
+	url  string
+	err  error
+	proc *throwaway.Process
+}
+
+// ServerURL is the URL of the shared test server: COMPANION_TEST_REDIS_URL,
+// or the test binary's private server, started on first use. When there is
+// none it is empty, and Options skips the test (or fails it in CI) saying
+// why.
 func ServerURL() string {
 	if u := os.Getenv("COMPANION_TEST_REDIS_URL"); u != "" {
 		return u
 	}
-	return DefaultURL
+	shared.once.Do(func() {
+		shared.url, shared.proc, shared.err = startPrivate()
+	})
+	return shared.url
 }
 
 // unavailable skips the test, or fails it with CI=true, saying what is
@@ -48,7 +75,11 @@ func unavailable(t testing.TB, missing, remedy string) {
 // answered a PING.
 func Options(t testing.TB) *redis.Options {
 	t.Helper()
-	opts, err := redis.ParseURL(ServerURL())
+	url := ServerURL()
+	if url == "" {
+		unavailable(t, fmt.Sprintf("no Redis: %v", shared.err), remedy)
+	}
+	opts, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatalf("COMPANION_TEST_REDIS_URL: %v", err)
 	}
@@ -57,8 +88,7 @@ func Options(t testing.TB) *redis.Options {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		unavailable(t, fmt.Sprintf("Redis at %s is unreachable: %v", opts.Addr, err),
-			"set COMPANION_TEST_REDIS_URL, or start it with .ci/redis")
+		unavailable(t, fmt.Sprintf("Redis at %s is unreachable: %v", opts.Addr, err), remedy)
 	}
 	return opts
 }
@@ -114,7 +144,7 @@ type Server struct {
 func StartServer(t testing.TB) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		unavailable(t, "redis-server is not on PATH to run a private server", "install it, with .ci/redis for one")
+		unavailable(t, "redis-server is not on PATH to run a private server", remedy)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -187,4 +217,64 @@ func (s *Server) Stop() {
 	<-s.done
 	s.log.Close()
 	s.cmd, s.done, s.log = nil, nil, nil
+}
+
+// startPrivate starts the test binary's shared private server and waits
+// until it answers.
+func startPrivate() (string, *throwaway.Process, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, errors.New("redis-server is not on PATH")
+	}
+	dir, err := throwaway.Dir("redis")
+	if err != nil {
+		return "", nil, err
+	}
+	// A port may be taken between choosing and binding it: a few tries.
+	var lastErr error
+	for range 3 {
+		port, err := throwaway.FreePort()
+		if err != nil {
+			return "", nil, err
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		logPath := filepath.Join(dir, "redis.log")
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", logPath)
+		proc, err := throwaway.Start(cmd, syscall.SIGTERM, dir)
+		if err != nil {
+			return "", nil, fmt.Errorf("starting redis-server: %w", err)
+		}
+		if err = waitPing(addr, proc); err == nil {
+			return "redis://" + addr + "/0", proc, nil
+		}
+		out, _ := os.ReadFile(logPath)
+		lastErr = fmt.Errorf("redis-server on %s: %v\n%s", addr, err, out)
+	}
+	os.RemoveAll(dir)
+	return "", nil, lastErr
+}
+
+// waitPing waits until the server at addr answers PING, or has exited.
+func waitPing(addr string, proc *throwaway.Process) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-proc.Exited():
+			return fmt.Errorf("it exited: %v", proc.ExitError())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			proc.Kill()
+			return fmt.Errorf("it does not answer: %v", err)
+		}
+	}
 }

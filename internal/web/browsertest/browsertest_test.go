@@ -9,7 +9,8 @@
 //
 // Without node (20 or newer), npm or Chromium the test is skipped, except
 // under CI=true, where it fails. node_modules is installed with `npm ci`
-// when it is missing or was installed from another package-lock.json.
+// when it is missing or was installed from another package-lock.json, only
+// with CI=true or COMPANION_INSTALL=1.
 package browsertest
 
 import (
@@ -146,6 +147,10 @@ func installModules(t *testing.T, dir string) {
 	defer unlock()
 	if installed() {
 		return
+	}
+	if !inCI() && os.Getenv("COMPANION_INSTALL") != "1" {
+		unavailable(t, "%s is missing or was installed from another package-lock.json, and packages are installed only with CI=true or COMPANION_INSTALL=1",
+			filepath.Join(dir, "node_modules"))
 	}
 	t.Logf("node_modules is missing or stale: npm ci in %s", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

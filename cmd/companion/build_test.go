@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestVersion: `companion version`, `--version` and `-version` print the
+// version and commit.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version", "-version"} {
+		var out strings.Builder
+		err := run(context.Background(), []string{arg}, func(string) string { return "" }, &out, io.Discard)
+		if err != nil || !strings.HasPrefix(out.String(), "companion ") || !strings.Contains(out.String(), "(commit ") {
+			t.Errorf("%s: %v %q", arg, err, out.String())
+		}
+	}
+}
+
+// TestVersionStamped builds the binary the way `make build` does and reads
+// the stamp back.
+func TestVersionStamped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "companion")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test -X main.commit=0123abcd", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(out), "companion v9.8.7-test (commit 0123abcd)\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+// TestLogDurations: durations in the log are Go duration strings, not
+// nanoseconds.
+func TestLogDurations(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, done, logs := started(t, ctx, nil, "-lock-wait", "30s", "-shutdown-grace", "1m30s")
+	cancel()
+	<-done
+	var listening map[string]any
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l map[string]any
+		if json.Unmarshal([]byte(line), &l) == nil && l["msg"] == "listening" {
+			listening = l
+		}
+	}
+	if listening == nil {
+		t.Fatalf("no listening line:\n%s", logs)
+	}
+	for field, want := range map[string]string{"lock_wait": "30s", "shutdown_grace": "1m30s"} {
+		if got := listening[field]; got != want {
+			t.Errorf("%s: %#v, want %q", field, got, want)
+		}
+	}
+	// The same for a duration in a group.
+	if got := readableDurations([]string{"g"}, slog.Duration("d", 1500*time.Microsecond)); got.Value.Kind() != slog.KindString || got.Value.String() != "1.5ms" {
+		t.Errorf("got %v", got)
+	}
+}
