@@ -443,7 +443,7 @@ func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) runlog.Log {
 func (a *App) ready(store func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if a.draining.Load() {
-			return apperr.New(apperr.Unavailable, "not ready: the service is shutting down")
+			return apperr.New(apperr.Unavailable, "not ready: the service is shutting down").AsExpected()
 		}
 		return store(ctx)
 	}

@@ -40,6 +40,10 @@ type Error struct {
 	// RetryAfter, when positive, tells the client when to try again (a
 	// Retry-After header over HTTP).
 	RetryAfter time.Duration
+	// Expected marks a failure that is part of normal operation (a
+	// service that is draining answering 503 to its readiness probe): it is
+	// logged as information, not as an error.
+	Expected bool
 }
 
 func (e *Error) Error() string {
@@ -64,6 +68,12 @@ func Wrap(c Code, err error, format string, args ...any) *Error {
 // After returns e with RetryAfter set to d.
 func (e *Error) After(d time.Duration) *Error {
 	e.RetryAfter = d
+	return e
+}
+
+// AsExpected returns e marked as part of normal operation (see Expected).
+func (e *Error) AsExpected() *Error {
+	e.Expected = true
 	return e
 }
 

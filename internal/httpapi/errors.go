@@ -102,7 +102,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	ae := classify(err)
 	status := statusOf(ae.Code)
 	level := slog.LevelInfo
-	if status >= 500 {
+	if status >= 500 && !ae.Expected {
 		level = slog.LevelError
 	}
 	s.log.LogAttrs(r.Context(), level, "request failed",

@@ -503,7 +503,8 @@ func TestTokenQuota(t *testing.T) {
 // now it turns 503 at the start of shutdown while the listener still
 // serves, for -shutdown-delay.
 func TestReadyDuringShutdown(t *testing.T) {
-	srv := apptest.Serve(t, nil, func(c *app.Config) { c.ShutdownDelay = 700 * time.Millisecond })
+	logs := &testkit.Buffer{}
+	srv := apptest.Serve(t, jsonLog(logs), func(c *app.Config) { c.ShutdownDelay = 700 * time.Millisecond })
 	if res, _ := srv.Do(t, "GET", "/ready", ""); res.StatusCode != 200 {
 		t.Fatal(res.StatusCode)
 	}
@@ -527,6 +528,16 @@ func TestReadyDuringShutdown(t *testing.T) {
 		t.Fatal(res.StatusCode)
 	}
 	<-srv.Done
+	// A draining service's 503 is expected: information, not an error
+	// logged at every probe while a pod drains.
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"path":"/ready"`) && !strings.Contains(line, `"level":"INFO"`) {
+			t.Errorf("the draining /ready is logged as %s", line)
+		}
+	}
+	if !strings.Contains(logs.String(), `"status":503`) {
+		t.Error("the draining /ready's 503 is not logged at all")
+	}
 }
 
 // TestHeaderLimit: headers past -max-header-bytes get 431 and a JSON error
