@@ -508,6 +508,17 @@ func DatabaseKind(url string) string {
 	return "postgres"
 }
 
+// modelTransport is the HTTP transport of the model providers: every run
+// calls the same host, and Go's default keeps only two idle connections
+// per host, so at 16 concurrent runs most calls would open (and close) a
+// connection of their own.
+func modelTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 512
+	t.MaxIdleConnsPerHost = 256
+	return t
+}
+
 // newModel builds the model the configuration names: "fake" (the default),
 // "cohere/<model>", "openai/<model>", "ollama/<model>", or any model name
 // with ModelBaseURL for an OpenAI-compatible server. Real providers run
@@ -523,7 +534,7 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		m      model.Model
 		err    error
 		keyVar string
-		client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		client = &http.Client{Transport: modelTransport()}
 	)
 	switch {
 	case spec == "" && base == "", spec == "fake":
