@@ -625,6 +625,9 @@ const replayModel = "replay"
 // requests answered by its cassettes, without a network.
 func replayedModel(cfg Config) (model.Model, *replaypkg.Replayer, error) {
 	r, err := replaypkg.Open(cfg.ReplayDir, replaypkg.Options{Fast: cfg.ReplayFast})
+	if errors.Is(err, replaypkg.ErrSeveralProviders) {
+		return nil, nil, fmt.Errorf("model \"replay\": %w: keep one model's cassettes per directory", err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("model \"replay\": %w", err)
 	}

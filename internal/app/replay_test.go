@@ -198,7 +198,7 @@ func TestModelSettingsOfCassettes(t *testing.T) {
 		{"recording a replay", func(c *app.Config) { c.Model, c.ReplayDir, c.RecordDir = "replay", empty, empty }, "a record directory records"},
 		{"no cassettes", func(c *app.Config) { c.Model, c.ReplayDir = "replay", empty }, "holds no cassettes: record some with -record-dir"},
 		{"no such directory", func(c *app.Config) { c.Model, c.ReplayDir = "replay", filepath.Join(empty, "nope") }, "the replay directory"},
-		{"several providers", func(c *app.Config) { c.Model, c.ReplayDir = "replay", two }, "several providers (cohere/command-a-03-2025, openai/gpt-4o-mini)"},
+		{"several providers", func(c *app.Config) { c.Model, c.ReplayDir = "replay", two }, "several providers (cohere/command-a-03-2025, openai/gpt-4o-mini): keep one model's cassettes per directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := app.Defaults()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -72,6 +73,10 @@ type Served struct {
 	CancelledAt time.Time
 }
 
+// ErrSeveralProviders is the error of Open without Options.Provider on a
+// directory that holds the cassettes of several providers.
+var ErrSeveralProviders = errors.New("the replay directory holds cassettes of several providers")
+
 // Open loads the cassettes (*.yaml) of dir.
 func Open(dir string, opts Options) (*Replayer, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -107,15 +112,21 @@ func Open(dir string, opts Options) (*Replayer, error) {
 			e.ext[ci] = i.Companion
 			e.last = ci
 		}
-		key := e.norm.key(src.Provider)
-		if other := r.byKey[key]; other != nil {
+		k := e.norm.key(src.Provider)
+		if other := r.byKey[k]; other != nil {
 			return nil, fmt.Errorf("cassettes %s and %s hold the same request", other.name, name)
 		}
-		r.byKey[key] = e
+		r.byKey[k] = e
 		all = append(all, e)
+		// Sources differ by provider, model and the base URL's path: the
+		// same model recorded at another address is the same source.
 		src.BaseURL = is[0].Companion.BaseURL
-		if !seen[src] {
-			seen[src] = true
+		key := src
+		if u, err := url.Parse(src.BaseURL); err == nil {
+			key.BaseURL = u.Path
+		}
+		if !seen[key] {
+			seen[key] = true
 			r.sources = append(r.sources, src)
 		}
 	}
@@ -127,7 +138,7 @@ func Open(dir string, opts Options) (*Replayer, error) {
 			providers[s.Provider] = true
 		}
 		if len(providers) > 1 {
-			return nil, fmt.Errorf("the replay directory holds cassettes of several providers (%s): say which to replay", r.describe())
+			return nil, fmt.Errorf("%w (%s)", ErrSeveralProviders, r.describe())
 		}
 		for p := range providers {
 			r.provider = p
@@ -152,7 +163,7 @@ func (r *Replayer) describe() string {
 }
 
 // Sources lists who answered the recorded requests, one entry per
-// provider, model and base URL.
+// provider, model and base URL path (the host aside).
 func (r *Replayer) Sources() []Source { return append([]Source(nil), r.sources...) }
 
 // Cassettes is how many cassettes answer for the replayed provider.
