@@ -83,8 +83,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	}
 
 	str(&cfg.Addr, setting{"addr", "COMPANION_ADDR", "listen address"}, def.Addr)
-	str(&cfg.Model, setting{"model", "COMPANION_MODEL", `model to answer with: "fake", "cohere/<model>", "openai/<model>", "ollama/<model>", or a model name with -model-base-url`}, "")
+	str(&cfg.Model, setting{"model", "COMPANION_MODEL", `model to answer with: "fake", "cohere/<model>", "openai/<model>", "ollama/<model>", "replay" (answer from -replay-dir), or a model name with -model-base-url`}, "")
 	str(&cfg.ModelBaseURL, setting{"model-base-url", "COMPANION_MODEL_BASE_URL", "the model provider's base URL; with a bare model name, any OpenAI-compatible server"}, "")
+	str(&cfg.RecordDir, setting{"record-dir", "COMPANION_RECORD_DIR", "record every exchange with the model provider to a cassette in this directory (keys scrubbed)"}, "")
+	str(&cfg.ReplayDir, setting{"replay-dir", "COMPANION_REPLAY_DIR", `directory of the cassettes the model "replay" answers from`}, "")
+	boolean(&cfg.ReplayFast, setting{"replay-fast", "COMPANION_REPLAY_FAST", "replay cassettes without their recorded delays"}, false)
 	dur(&cfg.ModelTimeout, setting{"model-timeout", "COMPANION_MODEL_TIMEOUT", "longest a model call may take, retries and streaming included"}, def.ModelTimeout)
 	dur(&cfg.ModelFirstTokenTimeout, setting{"model-first-token-timeout", "COMPANION_MODEL_FIRST_TOKEN_TIMEOUT", "longest wait for the first token of an answer"}, def.ModelFirstTokenTimeout)
 	num(&cfg.ModelMaxRetries, setting{"model-max-retries", "COMPANION_MODEL_MAX_RETRIES", "retries of a model call that failed before its first token (429, 5xx, connection errors)"}, def.ModelMaxRetries)

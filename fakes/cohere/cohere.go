@@ -3,8 +3,14 @@
 // Cohere's wire format: Server-Sent Events named message-start,
 // content-start, content-delta, content-end, tool-plan-delta,
 // tool-call-start, tool-call-delta, tool-call-end and message-end (with
-// finish_reason and usage), then data: [DONE]. The shapes follow recorded
-// streams of the real API, kept in testdata/ and compared in the tests.
+// finish_reason and usage), then data: [DONE]. The shapes follow the example
+// streams kept in testdata/ (see its README for where each comes from) and
+// are compared with them in the tests.
+//
+// It refuses with 400, in Cohere's error body, the requests the real API
+// refuses (see Check), and it bills as the real API does: the usage of
+// message-end has billed_units, what the caller pays for, and tokens, what
+// the model saw and wrote, which are more (see Bill).
 //
 // It is deterministic, runs in-process (it is an http.Handler) or as a
 // process (fakes cohere), and takes the knobs of fakes/upstream: pace per
@@ -35,11 +41,27 @@ func New(opts upstream.Options) *Server { return &Server{Core: upstream.NewCore(
 
 // chatRequest is the part of a v2 chat request the fake reads.
 type chatRequest struct {
-	Model     string             `json:"model"`
-	Messages  []upstream.Message `json:"messages"`
-	Tools     []upstream.Tool    `json:"tools"`
-	MaxTokens *int               `json:"max_tokens"`
-	Stream    bool               `json:"stream"`
+	Model            *string           `json:"model"`
+	Messages         []message         `json:"messages"`
+	Tools            []upstream.Tool   `json:"tools"`
+	Documents        []json.RawMessage `json:"documents"`
+	MaxTokens        *int              `json:"max_tokens"`
+	Stream           bool              `json:"stream"`
+	StopSequences    []string          `json:"stop_sequences"`
+	Temperature      *float64          `json:"temperature"`
+	P                *float64          `json:"p"`
+	K                *int              `json:"k"`
+	FrequencyPenalty *float64          `json:"frequency_penalty"`
+	PresencePenalty  *float64          `json:"presence_penalty"`
+	ToolChoice       *string           `json:"tool_choice"`
+	SafetyMode       *string           `json:"safety_mode"`
+}
+
+// message is one message of a v2 chat request: the shapes both wire
+// formats share, and the assistant's tool plan.
+type message struct {
+	upstream.Message
+	ToolPlan *string `json:"tool_plan"`
 }
 
 // ServeHTTP serves POST /v2/chat.
@@ -64,6 +86,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "", "invalid request: body must be a JSON object")
+		return
+	}
+	if err := Check(req); err != nil {
+		writeError(w, http.StatusBadRequest, "", "invalid request: "+err.Error())
 		return
 	}
 	mreq, err := toModel(req)
@@ -196,22 +222,85 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exc
 	if err != nil {
 		return
 	}
-	u := tokens{InputTokens: fin.Usage.InputTokens, OutputTokens: fin.Usage.OutputTokens}
+	b := Bill(req)
 	if st.Frame(frame(event{Type: "message-end", Delta: endDelta{FinishReason: finishReason(fin.Reason),
-		Usage: usage{BilledUnits: u, Tokens: u, CachedTokens: fin.Usage.CachedInputTokens}}})) == nil {
+		Usage: usage{BilledUnits: tokens{b.BilledInput, b.BilledOutput}, Tokens: tokens{b.Input, b.Output}, CachedTokens: b.Cached}}})) == nil {
 		_ = st.Frame("data: [DONE]\n\n")
 	}
 }
 
-// toModel reads a v2 chat request as the fake model's request.
+// How the fake's token counts differ from what it bills, read off the
+// examples in Cohere's documentation (testdata/README.md).
+const (
+	// TemplateTokens is what the API adds to every prompt under the hood:
+	// 165 in the text example (186 input tokens, 21 billed).
+	TemplateTokens = 165
+	// ToolTemplateTokens is what it adds when tools are offered, beyond
+	// TemplateTokens: 711 in the tool-use example (913 input tokens, 37
+	// billed).
+	ToolTemplateTokens = 711
+	// CallTokens is what each tool call adds to the output beyond its
+	// arguments: 55 for two calls in the tool-use example (83 output tokens,
+	// 28 billed), rounded down.
+	CallTokens = 27
+)
+
+// Billing is the usage the fake reports in message-end.
+type Billing struct {
+	// BilledInput and BilledOutput are billed_units: what the caller pays
+	// for.
+	BilledInput, BilledOutput int
+	// Input and Output are tokens: what the model saw and wrote.
+	Input, Output int
+	// Cached is cached_tokens: the part of Input that hit the prompt cache.
+	Cached int
+}
+
+// Bill is the usage the fake reports for its answer to req. The fake model
+// counts whitespace-led words (fakemodel.CountTokens), and the fake bills
+// them as Cohere bills tokens, which its pricing page explains as "there are
+// situations in which Cohere adds tokens under the hood ... you are not
+// charged for them":
+//
+//   - billed input is everything the caller sent, the system message and
+//     the tool definitions included (the tool-use example bills 37 tokens
+//     for a one-line question and one tool definition);
+//   - billed output is what the model wrote: the reply, or the tool plan
+//     and the calls' arguments (28 in the tool-use example: the 11 deltas of
+//     its plan and the 17 of its arguments);
+//   - the input tokens add the prompt template (TemplateTokens, and
+//     ToolTemplateTokens with tools), the output tokens CallTokens per call;
+//   - from the second message on, the template and the system message hit
+//     the prompt cache.
+func Bill(req model.Request) Billing {
+	parts := fakemodel.Answer(req)
+	fin := parts[len(parts)-1].Finish
+	b := Billing{BilledInput: fin.Usage.InputTokens, BilledOutput: fin.Usage.OutputTokens}
+	template := TemplateTokens
+	if len(req.Tools) > 0 {
+		template += ToolTemplateTokens
+	}
+	calls := 0
+	for _, p := range parts {
+		if p.Kind == model.PartToolCallStart {
+			calls++
+		}
+	}
+	if calls > 0 {
+		b.BilledOutput += fakemodel.CountTokens(toolPlan(parts))
+	}
+	b.Input = b.BilledInput + template
+	b.Output = b.BilledOutput + calls*CallTokens
+	if len(req.Messages) > 1 {
+		b.Cached = template + fakemodel.CountTokens(req.System)
+	}
+	return b
+}
+
+// toModel reads a checked v2 chat request as the fake model's request. An
+// assistant message's tool plan is its text, as the fake model sees it.
 func toModel(req chatRequest) (model.Request, error) {
 	var out model.Request
-	if req.Model == "" {
-		return out, fmt.Errorf("model is required")
-	}
-	if len(req.Messages) == 0 {
-		return out, fmt.Errorf("messages must not be empty")
-	}
 	var system []string
 	for i, m := range req.Messages {
 		text, err := contentText(m.Content)
@@ -224,14 +313,12 @@ func toModel(req chatRequest) (model.Request, error) {
 		case "user":
 			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: text})
 		case "assistant":
+			if len(m.ToolCalls) > 0 && m.ToolPlan != nil {
+				text = *m.ToolPlan
+			}
 			out.Messages = append(out.Messages, model.Message{Role: model.RoleAssistant, Content: text, ToolCalls: m.ModelToolCalls()})
 		case "tool":
-			if m.ToolCallID == "" {
-				return out, fmt.Errorf("messages[%d]: tool_call_id is required", i)
-			}
 			out.Messages = append(out.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: text})
-		default:
-			return out, fmt.Errorf("messages[%d]: role %q is not one of system, user, assistant, tool", i, m.Role)
 		}
 	}
 	out.System = strings.Join(system, "\n\n")

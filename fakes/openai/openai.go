@@ -4,8 +4,9 @@
 // are chat.completion.chunk objects (choices[].delta with content or
 // tool_calls merged by index, finish_reason), a last chunk with usage when
 // stream_options.include_usage is set, then data: [DONE]. The shapes follow
-// recorded streams of the real API, kept in testdata/ and compared in the
-// tests.
+// the example streams kept in testdata/ (see its README for where each comes
+// from) and are compared with them in the tests. It refuses with 400, in OpenAI's error body, the requests the real
+// API refuses (see Check).
 //
 // It is deterministic, runs in-process (it is an http.Handler) or as a
 // process (fakes openai), and takes the knobs of fakes/upstream: pace per
@@ -74,6 +75,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "", "We could not parse the JSON body of your request.", "invalid_request_error", "")
+		return
+	}
+	if err := Check(req); err != nil {
+		r := err.(*refusal)
+		writeParamError(w, http.StatusBadRequest, r.message, r.param)
 		return
 	}
 	mreq, err := toModel(req)
@@ -301,6 +307,13 @@ func faultError(status int) (msg, typ, code string) {
 		return "The engine is currently overloaded, please try again later.", "server_error", ""
 	}
 	return "The server had an error while processing your request. Sorry about that!", "server_error", ""
+}
+
+// writeParamError answers a refused request with OpenAI's error body
+// naming the param at fault.
+func writeParamError(w http.ResponseWriter, status int, message, param string) {
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": message, "type": "invalid_request_error", "param": param, "code": nil}})
+	upstream.WriteError(w, status, "", b)
 }
 
 // writeError answers with OpenAI's error body:

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -31,8 +32,8 @@ func read(t *testing.T, r io.Reader) []string {
 	return out
 }
 
-// recorded is the set of key paths the recorded chunks use.
-func recorded(t *testing.T) map[string]bool {
+// examples is the set of key paths the example chunks of testdata use.
+func examples(t *testing.T) map[string]bool {
 	t.Helper()
 	files, _ := filepath.Glob("testdata/*.sse")
 	out := map[string]bool{}
@@ -70,10 +71,10 @@ func chat(question, extra string) string {
 		`{"role":"user","content":"` + question + `"}],"tools":[{"type":"function","function":{"name":"weatherTool","description":"Get current weather for a location","parameters":{"type":"object"}}}]}`
 }
 
-// TestShapesMatchRecordings: every chunk the fake sends uses only keys that
-// recorded chunks use; usage comes last, only when asked for.
-func TestShapesMatchRecordings(t *testing.T) {
-	want := recorded(t)
+// TestShapesMatchExamples: every chunk the fake sends uses only keys that
+// example chunks use; usage comes last, only when asked for.
+func TestShapesMatchExamples(t *testing.T) {
+	want := examples(t)
 	srv := httptest.NewServer(openai.New(upstream.Options{}))
 	defer srv.Close()
 	usage := `,"stream_options":{"include_usage":true}`
@@ -90,7 +91,7 @@ func TestShapesMatchRecordings(t *testing.T) {
 		for _, c := range chunks[:n-1] {
 			for _, p := range upstream.Paths([]byte(c)) {
 				if !want[p] {
-					t.Errorf("key %s is in no recorded chunk: %s", p, c)
+					t.Errorf("key %s is in no example chunk: %s", p, c)
 				}
 			}
 		}
@@ -117,5 +118,48 @@ func TestErrors(t *testing.T) {
 	}
 	if res := post(t, srv.URL, "k", chat("Hi", "")); res.StatusCode != 200 {
 		t.Errorf("after the fault: %d", res.StatusCode)
+	}
+}
+
+// TestRefusesWhatTheAPIRefuses: requests the real API refuses get 400 with
+// OpenAI's error body, the reason and the param at fault; content beside
+// tool calls is valid here.
+func TestRefusesWhatTheAPIRefuses(t *testing.T) {
+	srv := httptest.NewServer(openai.New(upstream.Options{}))
+	defer srv.Close()
+	const (
+		ask    = `{"role":"user","content":"What's the weather in Berlin?"}`
+		call   = `{"id":"c1","type":"function","function":{"name":"weatherTool","arguments":"{\"location\":\"Berlin\"}"}}`
+		result = `{"role":"tool","tool_call_id":"c1","content":"{\"temperature\":3.2,\"location\":\"Berlin\"}"}`
+	)
+	body := func(msgs string) string {
+		return `{"model":"gpt-4o-mini","stream":true,"messages":[` + msgs + `]}`
+	}
+	for _, tc := range []struct{ name, body, want, param string }{
+		{"a result of no call", body(ask + `,` + result), "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.", "messages.[1].role"},
+		{"a call without its result", body(ask + `,{"role":"assistant","tool_calls":[` + call + `]},{"role":"user","content":"Well?"}`),
+			"An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: c1", "messages.[2].role"},
+		{"an assistant without content or calls", body(ask + `,{"role":"assistant"},{"role":"user","content":"Well?"}`), "Missing required parameter: 'messages.[1].content'", "messages.[1].content"},
+		{"a result without content", body(ask + `,{"role":"assistant","tool_calls":[` + call + `]},{"role":"tool","tool_call_id":"c1"}`), "Missing required parameter: 'messages.[2].content'", "messages.[2].content"},
+		{"a call without a type", body(ask + `,{"role":"assistant","tool_calls":[{"id":"c1","function":{"name":"weatherTool","arguments":"{}"}}]},` + result), "expected 'function'", "messages.[1].tool_calls.[0].type"},
+		{"stream options without streaming", `{"model":"gpt-4o-mini","stream_options":{"include_usage":true},"messages":[` + ask + `]}`, "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options"},
+		{"unknown role", body(`{"role":"chatbot","content":"Hi"}`), "Invalid value: 'chatbot'", "messages.[0].role"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := post(t, srv.URL, "k", tc.body)
+			b, _ := io.ReadAll(res.Body)
+			var e struct {
+				Error struct{ Message, Type, Param string }
+			}
+			if err := json.Unmarshal(b, &e); err != nil || res.StatusCode != 400 || e.Error.Type != "invalid_request_error" ||
+				!strings.Contains(e.Error.Message, tc.want) || e.Error.Param != tc.param {
+				t.Errorf("%d %s, want 400 with %q at %s", res.StatusCode, b, tc.want, tc.param)
+			}
+		})
+	}
+	// Text beside tool calls is valid in chat completions.
+	res := post(t, srv.URL, "k", body(ask+`,{"role":"assistant","content":"Let me look.","tool_calls":[`+call+`]},`+result))
+	if b, _ := io.ReadAll(res.Body); res.StatusCode != 200 || !strings.Contains(string(b), "Berlin") {
+		t.Errorf("content with tool calls: %d %s", res.StatusCode, b)
 	}
 }

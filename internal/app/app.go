@@ -36,6 +36,7 @@ import (
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
 	"github.com/companionhq/companion/internal/model/openai"
+	replaypkg "github.com/companionhq/companion/internal/model/replay"
 	"github.com/companionhq/companion/internal/openapi"
 	"github.com/companionhq/companion/internal/pricing"
 	"github.com/companionhq/companion/internal/runlog"
@@ -147,6 +148,13 @@ type Config struct {
 	ModelRetryBudget       time.Duration
 	// WebUI serves the web chat page at / and /assets/ beside the API.
 	WebUI bool
+	// RecordDir, when set, records every exchange with the model provider
+	// to a cassette in this directory (internal/model/replay).
+	RecordDir string
+	// ReplayDir holds the cassettes the model "replay" answers from;
+	// ReplayFast replays them without their recorded delays.
+	ReplayDir  string
+	ReplayFast bool
 }
 
 // Secret is a value that must not be printed: it formats as [redacted].
@@ -520,9 +528,11 @@ func modelTransport() *http.Transport {
 }
 
 // newModel builds the model the configuration names: "fake" (the default),
-// "cohere/<model>", "openai/<model>", "ollama/<model>", or any model name
-// with ModelBaseURL for an OpenAI-compatible server. Real providers run
-// under the configured resilience policy.
+// "cohere/<model>", "openai/<model>", "ollama/<model>", any model name
+// with ModelBaseURL for an OpenAI-compatible server, or "replay" (the
+// provider and model recorded in ReplayDir, answering from its cassettes).
+// Real providers, replayed ones included, run under the configured
+// resilience policy; with RecordDir their exchanges are recorded.
 func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	spec := strings.TrimSpace(cfg.Model)
 	prefix, name, _ := strings.Cut(spec, "/")
@@ -530,11 +540,20 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	if base != "" && !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		return nil, fmt.Errorf("model base URL %q must start with http:// or https://", base)
 	}
+	switch {
+	case spec == replayModel && cfg.ReplayDir == "":
+		return nil, errors.New(`model "replay" needs the directory of its cassettes: set COMPANION_REPLAY_DIR (-replay-dir)`)
+	case spec != replayModel && cfg.ReplayDir != "":
+		return nil, errors.New(`a replay directory is read by the model "replay": set COMPANION_MODEL=replay (-model replay), or unset COMPANION_REPLAY_DIR (-replay-dir)`)
+	case cfg.RecordDir != "" && (spec == "" || spec == "fake" || spec == replayModel):
+		return nil, errors.New("a record directory records the exchanges of a real model provider: name one with COMPANION_MODEL (-model), or unset COMPANION_RECORD_DIR (-record-dir)")
+	}
 	var (
-		m      model.Model
-		err    error
-		keyVar string
-		client = &http.Client{Transport: modelTransport()}
+		m        model.Model
+		err      error
+		keyVar   string
+		client   = &http.Client{Transport: modelTransport()}
+		replayer *replaypkg.Replayer
 	)
 	switch {
 	case spec == "" && base == "", spec == "fake":
@@ -547,6 +566,12 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		return fakemodel.New(fakemodel.Options{FirstTokenDelay: cfg.FakeFirstTokenDelay, TokenDelay: cfg.FakeTokenDelay}), nil
 	case spec == "":
 		return nil, errors.New("a model base URL needs a model name: set COMPANION_MODEL (-model) too, e.g. llama3.2")
+	case spec == replayModel:
+		if base != "" {
+			return nil, errors.New(`the model "replay" takes no base URL: it answers from its cassettes`)
+		}
+		m, replayer, err = replayedModel(cfg)
+		base = "replay"
 	case prefix == "cohere" && name != "":
 		if cfg.CohereAPIKey == "" {
 			return nil, fmt.Errorf("model %q needs a Cohere API key: set CO_API_KEY", spec)
@@ -578,10 +603,22 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		}
 		m, err = openai.New(openai.Config{Provider: openai.ProviderCompatible, Model: spec, APIKey: string(cfg.OpenAIAPIKey), BaseURL: base, HTTPClient: client})
 	default:
-		return nil, fmt.Errorf(`model %q is not known: use "fake", "cohere/<model>", "openai/<model>", "ollama/<model>", or a model name with a model base URL (-model-base-url) for any OpenAI-compatible server`, spec)
+		return nil, fmt.Errorf(`model %q is not known: use "fake", "cohere/<model>", "openai/<model>", "ollama/<model>", "replay", or a model name with a model base URL (-model-base-url) for any OpenAI-compatible server`, spec)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if cfg.RecordDir != "" {
+		// The client is the provider's own: every exchange goes through
+		// the recorder from the first on.
+		rec, err := replaypkg.NewRecorder(cfg.RecordDir, replaypkg.Source{Provider: m.Provider(), Model: m.ID(), BaseURL: base},
+			client.Transport, string(cfg.CohereAPIKey), string(cfg.OpenAIAPIKey))
+		if err != nil {
+			return nil, err
+		}
+		rec.OnError = func(err error) { log.Error("a model exchange was not recorded", slog.String("error", err.Error())) }
+		client.Transport = rec
+		log.Info("recording model exchanges", slog.String("record_dir", cfg.RecordDir))
 	}
 	p := model.Policy{
 		MaxAttempts: cfg.ModelMaxRetries + 1, RetryBudget: cfg.ModelRetryBudget,
@@ -596,10 +633,62 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	if keyVar != "" {
 		key = "set from " + keyVar
 	}
-	log.Info("model", slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redactURL(base)),
+	attrs := []any{slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redactURL(base)),
 		slog.String("api_key", key), slog.String("timeout", p.CallTimeout.String()), slog.String("first_token_timeout", p.FirstTokenTimeout.String()),
-		slog.Int("max_retries", cfg.ModelMaxRetries), slog.String("retry_delay", p.BaseDelay.String()), slog.String("retry_budget", p.RetryBudget.String()))
+		slog.Int("max_retries", cfg.ModelMaxRetries), slog.String("retry_delay", p.BaseDelay.String()), slog.String("retry_budget", p.RetryBudget.String())}
+	if replayer != nil {
+		attrs = append(attrs, slog.String("replay_dir", cfg.ReplayDir), slog.Int("cassettes", replayer.Cassettes()), slog.Bool("replay_fast", cfg.ReplayFast))
+	}
+	log.Info("model", attrs...)
 	return model.Resilient(m, p), nil
+}
+
+// replayModel is the model setting that answers from cassettes.
+const replayModel = "replay"
+
+// replayedModel is the provider and model recorded in cfg.ReplayDir, their
+// requests answered by its cassettes, without a network.
+func replayedModel(cfg Config) (model.Model, *replaypkg.Replayer, error) {
+	r, err := replaypkg.Open(cfg.ReplayDir, replaypkg.Options{Fast: cfg.ReplayFast})
+	if errors.Is(err, replaypkg.ErrSeveralProviders) {
+		return nil, nil, fmt.Errorf("model \"replay\": %w: keep one model's cassettes per directory", err)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("model \"replay\": %w", err)
+	}
+	var models []string
+	seen := map[string]bool{}
+	for _, s := range r.Sources() {
+		if !seen[s.String()] {
+			seen[s.String()] = true
+			models = append(models, s.String())
+		}
+	}
+	switch {
+	case len(models) == 0:
+		return nil, nil, fmt.Errorf("model \"replay\": %s holds no cassettes: record some with -record-dir", cfg.ReplayDir)
+	case len(models) > 1:
+		return nil, nil, fmt.Errorf("model \"replay\": %s holds cassettes of several models (%s): keep one model's cassettes per directory", cfg.ReplayDir, strings.Join(models, ", "))
+	}
+	src := r.Sources()[0]
+	client := &http.Client{Transport: r}
+	var m model.Model
+	switch src.Provider {
+	case cohere.Provider:
+		m, err = cohere.New(cohere.Config{Model: src.Model, APIKey: "replay", BaseURL: orDefault(src.BaseURL, cohere.DefaultBaseURL), HTTPClient: client})
+	case openai.ProviderOpenAI, openai.ProviderOllama, openai.ProviderCompatible:
+		m, err = openai.New(openai.Config{Provider: src.Provider, Model: src.Model, APIKey: "replay", BaseURL: orDefault(src.BaseURL, openai.DefaultBaseURL), HTTPClient: client})
+	default:
+		err = fmt.Errorf("model \"replay\": the cassettes were recorded from provider %q, which this service does not know", src.Provider)
+	}
+	return m, r, err
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // loopback reports whether addr is reachable from this host only.

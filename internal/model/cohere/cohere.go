@@ -164,7 +164,15 @@ func Request(modelName string, req model.Request) *cohere.V2ChatStreamRequest {
 				User: &cohere.UserMessageV2{Content: &cohere.UserMessageV2Content{String: msg.Content}}})
 		case model.RoleAssistant:
 			am := &cohere.AssistantMessage{}
-			if msg.Content != "" {
+			switch {
+			case msg.Content == "":
+			case len(msg.ToolCalls) > 0:
+				// The API refuses text content beside tool calls (400, "text
+				// content is not allowed when tool_calls are provided"): the
+				// text a step wrote before its calls is its tool plan.
+				plan := msg.Content
+				am.ToolPlan = &plan
+			default:
 				am.Content = &cohere.AssistantMessageV2Content{String: msg.Content}
 			}
 			for _, c := range msg.ToolCalls {
@@ -368,20 +376,34 @@ func (d *decoder) finish(e *cohere.ChatMessageEndEvent) (model.Part, error) {
 		return model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Message: msg, Err: errors.Join(causes...)}
 	}
 	if u := delta.GetUsage(); u != nil {
-		in, out := tokens(u.GetTokens().GetInputTokens()), tokens(u.GetTokens().GetOutputTokens())
-		if u.GetTokens() == nil {
-			in, out = tokens(u.GetBilledUnits().GetInputTokens()), tokens(u.GetBilledUnits().GetOutputTokens())
-		}
-		fin.Usage = model.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
-		if c, ok := u.GetExtraProperties()["cached_tokens"].(float64); ok {
-			fin.Usage.CachedInputTokens = model.Tokens(c)
-		}
+		fin.Usage = usage(u)
+		meta := fin.ProviderMetadata
 		if b := u.GetBilledUnits(); b != nil {
-			fin.ProviderMetadata["billedUnits"] = map[string]any{
-				"inputTokens": tokens(b.GetInputTokens()), "outputTokens": tokens(b.GetOutputTokens())}
+			meta["billedUnits"] = map[string]any{"inputTokens": tokens(b.GetInputTokens()), "outputTokens": tokens(b.GetOutputTokens())}
+		}
+		if t := u.GetTokens(); t != nil {
+			meta["tokens"] = map[string]any{"inputTokens": tokens(t.GetInputTokens()), "outputTokens": tokens(t.GetOutputTokens())}
+		}
+		if c, ok := u.GetExtraProperties()["cached_tokens"].(float64); ok {
+			meta["cachedTokens"] = model.Tokens(c)
 		}
 	}
 	return model.Part{Kind: model.PartFinish, Finish: fin}, nil
+}
+
+// usage is what a call cost: the billed units, which is what the caller
+// pays for. The token counts (tokens) are more: they count what the API
+// adds under the hood, its prompt template and the special tokens around
+// tool calls, which are not billed; they go to the provider metadata, with
+// cached_tokens, which counts prompt tokens of that larger kind and may
+// exceed the billed input. Only a usage without billed units is read from
+// the token counts.
+func usage(u *cohere.Usage) model.Usage {
+	in, out := tokens(u.GetBilledUnits().GetInputTokens()), tokens(u.GetBilledUnits().GetOutputTokens())
+	if u.GetBilledUnits() == nil {
+		in, out = tokens(u.GetTokens().GetInputTokens()), tokens(u.GetTokens().GetOutputTokens())
+	}
+	return model.Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
 }
 
 // reasonName is what a finish reason looks like: COMPLETE, MAX_TOKENS, ...

@@ -3,9 +3,11 @@ package cohere_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,22 +22,58 @@ import (
 
 func newModel(t *testing.T, baseURL string) model.Model {
 	t.Helper()
-	m, err := cohere.New(cohere.Config{Model: "command-a-03-2025", APIKey: modeltest.Key, BaseURL: baseURL})
+	return newModelWith(t, baseURL, nil)
+}
+
+func newModelWith(t *testing.T, baseURL string, client *http.Client) model.Model {
+	t.Helper()
+	m, err := cohere.New(cohere.Config{Model: "command-a-03-2025", APIKey: modeltest.Key, BaseURL: baseURL, HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func TestConformance(t *testing.T) {
-	modeltest.Run(t, modeltest.Harness{
-		Provider: cohere.Provider,
-		Fake: func(opts upstream.Options) (http.Handler, *upstream.Core) {
-			s := fakecohere.New(opts)
-			return s, s.Core
-		},
-		New: newModel,
-	})
+// harness runs the suite against the fake Cohere, which bills as the real
+// API does: the usage is the billed units, and the token counts, larger,
+// are in the provider metadata.
+var harness = modeltest.Harness{
+	Provider: cohere.Provider,
+	Fake: func(opts upstream.Options) (http.Handler, *upstream.Core) {
+		s := fakecohere.New(opts)
+		return s, s.Core
+	},
+	New: newModelWith,
+	Usage: func(req model.Request) model.Usage {
+		b := fakecohere.Bill(req)
+		return model.Usage{InputTokens: b.BilledInput, OutputTokens: b.BilledOutput, TotalTokens: b.BilledInput + b.BilledOutput}
+	},
+	CheckFinish: func(req model.Request, fin *model.Finish) error {
+		b := fakecohere.Bill(req)
+		want := map[string]any{
+			"finishReason": fin.ProviderMetadata["finishReason"],
+			"billedUnits":  map[string]any{"inputTokens": b.BilledInput, "outputTokens": b.BilledOutput},
+			"tokens":       map[string]any{"inputTokens": b.Input, "outputTokens": b.Output},
+		}
+		if b.Cached > 0 {
+			want["cachedTokens"] = b.Cached
+		}
+		if !reflect.DeepEqual(fin.ProviderMetadata, want) {
+			return fmt.Errorf("provider metadata %v, want %v", fin.ProviderMetadata, want)
+		}
+		if b.Input <= b.BilledInput {
+			return fmt.Errorf("the fake's token count %d is not above its billed input %d", b.Input, b.BilledInput)
+		}
+		return nil
+	},
+}
+
+func TestConformance(t *testing.T) { modeltest.Run(t, harness) }
+
+// TestConformanceOnCassettes runs the suite on cassettes recorded from the
+// fake (MODELTEST_RECORD=1 records them again), without any server.
+func TestConformanceOnCassettes(t *testing.T) {
+	modeltest.RunCassettes(t, harness, "testdata/cassettes")
 }
 
 // TestDoneBeforeMessageEnd: a [DONE] with no message-end is a cut stream,
@@ -181,5 +219,26 @@ func TestEventTooLarge(t *testing.T) {
 	var me *model.Error
 	if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Temporary || me.Message != "the provider sent a stream event larger than the limit" {
 		t.Fatalf("error %#v", r.Err)
+	}
+}
+
+// TestStepTextWithCalls: a step that wrote text before its tool calls is
+// sent as the real API accepts it, which the fake, refusing text content
+// beside tool calls as the API does, holds the provider to.
+func TestStepTextWithCalls(t *testing.T) {
+	srv := httptest.NewServer(fakecohere.New(upstream.Options{}))
+	defer srv.Close()
+	req := model.Request{System: modeltest.System, Tools: []model.ToolSpec{modeltest.WeatherTool()}, Messages: []model.Message{
+		{Role: model.RoleUser, Content: "What's the weather in Berlin?"},
+		{Role: model.RoleAssistant, Content: "Let me look that up.", ToolCalls: []model.ToolCall{{ID: "c1", Name: "weatherTool", Args: []byte(`{"location":"Berlin"}`)}}},
+		{Role: model.RoleTool, ToolCallID: "c1", ToolName: "weatherTool", Content: `{"temperature":3.2,"conditions":"Overcast","location":"Berlin"}`},
+	}}
+	r := modeltest.Collect(context.Background(), newModel(t, srv.URL), req)
+	if r.Err != nil || !strings.Contains(r.Text(), "Berlin") {
+		t.Fatalf("%v %q", r.Err, r.Text())
+	}
+	// The fake counts the plan as the step's text, as the model saw it.
+	if want := fakecohere.Bill(req).BilledInput; r.Finish().Usage.InputTokens != want {
+		t.Errorf("billed input %d, want %d", r.Finish().Usage.InputTokens, want)
 	}
 }

@@ -9,6 +9,9 @@
 //
 // The fakes answer like fakes/fakemodel, so the suite knows the exact
 // answer to expect: fakemodel.Answer of the same request.
+//
+// RunCassettes runs the same scenarios on cassettes (internal/model/replay)
+// recorded once from the fake, with no server at all.
 package modeltest
 
 import (
@@ -17,6 +20,8 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +31,7 @@ import (
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/replay"
 )
 
 // Harness is what a provider gives the suite.
@@ -35,8 +41,15 @@ type Harness struct {
 	// Fake returns the fake upstream of the provider's wire format, with
 	// opts (it must accept any non-empty key).
 	Fake func(opts upstream.Options) (http.Handler, *upstream.Core)
-	// New returns the provider's model aimed at the fake's base URL.
-	New func(t *testing.T, baseURL string) model.Model
+	// New returns the provider's model aimed at the fake's base URL,
+	// sending its requests with client (nil: a client of its own).
+	New func(t *testing.T, baseURL string, client *http.Client) model.Model
+	// Usage is the usage the provider reports for the fake's answer to
+	// req; nil means the fake model's own (fakemodel.Answer).
+	Usage func(req model.Request) model.Usage
+	// CheckFinish, when set, checks the rest of what the provider reports
+	// at the end of the fake's answer to req (its metadata).
+	CheckFinish func(req model.Request, fin *model.Finish) error
 }
 
 // Policy is the resilience policy of the suite: the service's rules with
@@ -138,29 +151,123 @@ func Collect(ctx context.Context, m model.Model, req model.Request) Result {
 	return r
 }
 
-// env is one scenario's fake and model.
+// env is one scenario's model and what the suite sees of its server.
 type env struct {
 	t     *testing.T
-	core  *upstream.Core
+	h     Harness
+	seen  observer
 	model model.Model
 }
 
-func (h Harness) start(t *testing.T, opts upstream.Options) env {
-	t.Helper()
-	return h.startWith(t, opts, Policy())
+// observer is what the suite sees of a server: when each request came, and
+// when its client went away.
+type observer interface {
+	started() []time.Time
+	WaitCancelled(ctx context.Context, n int) (time.Time, bool)
 }
 
-// startWith is start under policy p.
-func (h Harness) startWith(t *testing.T, opts upstream.Options, p model.Policy) env {
-	t.Helper()
-	handler, core := h.Fake(opts)
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
-	m := h.New(t, srv.URL)
-	if m.Provider() != h.Provider {
-		t.Fatalf("the model reports provider %q, want %q", m.Provider(), h.Provider)
+// fakeSeen observes a fake.
+type fakeSeen struct{ *upstream.Core }
+
+func (f fakeSeen) started() []time.Time {
+	var out []time.Time
+	for _, e := range f.Exchanges() {
+		out = append(out, e.Started)
 	}
-	return env{t: t, core: core, model: model.Resilient(m, p)}
+	return out
+}
+
+// replaySeen observes a replayer.
+type replaySeen struct{ *replay.Replayer }
+
+func (r replaySeen) started() []time.Time {
+	var out []time.Time
+	for _, e := range r.Exchanges() {
+		out = append(out, e.Started)
+	}
+	return out
+}
+
+// starter starts one model of a scenario: on a fake with opts, or on its
+// cassettes, under policy p.
+type starter func(t *testing.T, opts upstream.Options, p model.Policy) env
+
+// onFake starts the model on a fake with opts. With rec set, its exchanges
+// are recorded to cassettes in rec(t).
+func (h Harness) onFake(rec func(t *testing.T) string) starter {
+	return func(t *testing.T, opts upstream.Options, p model.Policy) env {
+		t.Helper()
+		handler, core := h.Fake(opts)
+		srv := httptest.NewServer(handler)
+		t.Cleanup(srv.Close)
+		client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		m := h.New(t, srv.URL, client)
+		if m.Provider() != h.Provider {
+			t.Fatalf("the model reports provider %q, want %q", m.Provider(), h.Provider)
+		}
+		if rec != nil {
+			r, err := replay.NewRecorder(rec(t), replay.Source{Provider: m.Provider(), Model: m.ID()}, client.Transport, Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.OnError = func(err error) { t.Errorf("recording: %v", err) }
+			client.Transport = r
+		}
+		return env{t: t, h: h, seen: fakeSeen{core}, model: model.Resilient(m, p)}
+	}
+}
+
+// onCassettes starts the model on the cassettes in dir(t), with no server.
+func (h Harness) onCassettes(dir func(t *testing.T) string) starter {
+	return func(t *testing.T, _ upstream.Options, p model.Policy) env {
+		t.Helper()
+		r, err := replay.Open(dir(t), replay.Options{Provider: h.Provider})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Cassettes() == 0 {
+			t.Fatalf("no cassettes in %s: record them with %s=1", dir(t), RecordEnv)
+		}
+		m := h.New(t, "http://replay.invalid", &http.Client{Transport: r})
+		return env{t: t, h: h, seen: replaySeen{r}, model: model.Resilient(m, p)}
+	}
+}
+
+// RecordEnv is the variable that makes RunCassettes record its cassettes
+// again from the fake, when set to 1.
+const RecordEnv = "MODELTEST_RECORD"
+
+// RunCassettes runs the scenarios on cassettes kept under dir, one
+// directory per model a scenario starts (dir/<scenario>/<n>), with no
+// server: the models' requests are answered by a replay.Replayer, the
+// recorded timing kept. With MODELTEST_RECORD=1 it records them first, from
+// the fake. A refused connection has no exchange to record: that scenario
+// runs on the fakes only.
+func RunCassettes(t *testing.T, h Harness, dir string) {
+	record := os.Getenv(RecordEnv) == "1"
+	count := map[string]int{}
+	next := func(t *testing.T) string {
+		name := t.Name()
+		if _, rest, ok := strings.Cut(name, "/"); ok {
+			name = rest
+		}
+		d := filepath.Join(dir, filepath.FromSlash(name), strconv.Itoa(count[t.Name()]))
+		count[t.Name()]++
+		return d
+	}
+	var start starter
+	if record {
+		start = h.onFake(func(t *testing.T) string {
+			d := next(t)
+			if err := os.RemoveAll(d); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		})
+	} else {
+		start = h.onCassettes(next)
+	}
+	h.run(t, start, true)
 }
 
 func ask(text string, max int) model.Request {
@@ -168,16 +275,22 @@ func ask(text string, max int) model.Request {
 		Tools: []model.ToolSpec{WeatherTool()}, MaxOutputTokens: max}
 }
 
-// Run runs every scenario against h.
-func Run(t *testing.T, h Harness) {
+// Run runs every scenario against h's fake.
+func Run(t *testing.T, h Harness) { h.run(t, h.onFake(nil), false) }
+
+// run runs every scenario on models that startWith gives; cassettes tells that
+// they answer from cassettes, which hold no refused connection.
+func (h Harness) run(t *testing.T, startWith starter, cassettes bool) {
+	policy := Policy()
+	begin := func(t *testing.T, opts upstream.Options) env { t.Helper(); return startWith(t, opts, policy) }
 	t.Run("plain reply", func(t *testing.T) {
-		e := h.start(t, upstream.Options{})
+		e := begin(t, upstream.Options{})
 		req := ask("How do I start my day well?", 0)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
 	})
 	t.Run("tool call with streamed arguments", func(t *testing.T) {
-		e := h.start(t, upstream.Options{})
+		e := begin(t, upstream.Options{})
 		req := ask("What's the weather in Berlin?", 0)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
@@ -190,7 +303,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("two tools in one step", func(t *testing.T) {
-		e := h.start(t, upstream.Options{})
+		e := begin(t, upstream.Options{})
 		req := ask("What's the weather in Paris and Tokyo?", 0)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
@@ -205,7 +318,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("multi-step", func(t *testing.T) {
-		e := h.start(t, upstream.Options{})
+		e := begin(t, upstream.Options{})
 		first := ask("What's the weather in Berlin?", 0)
 		r1 := Collect(context.Background(), e.model, first)
 		calls := r1.Calls()
@@ -224,7 +337,7 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("length", func(t *testing.T) {
-		e := h.start(t, upstream.Options{})
+		e := begin(t, upstream.Options{})
 		req := ask("Tell me a long story about the sea.", 3)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
@@ -233,37 +346,39 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("usage", func(t *testing.T) {
-		e := h.start(t, upstream.Options{})
+		e := begin(t, upstream.Options{})
 		req := ask("And what about tomorrow?", 0)
 		req.Messages = append([]model.Message{{Role: model.RoleUser, Content: "Hi!"}, {Role: model.RoleAssistant, Content: "Hello, friend."}}, req.Messages...)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
+		// wantAnswer compared the whole usage with the expected one, cached
+		// input included where the provider reports it there.
 		f := r.Finish()
-		if f == nil || f.Usage.CachedInputTokens == 0 || f.Usage.InputTokens == 0 || f.Usage.OutputTokens == 0 ||
+		if f == nil || f.Usage.InputTokens == 0 || f.Usage.OutputTokens == 0 ||
 			f.Usage.TotalTokens != f.Usage.InputTokens+f.Usage.OutputTokens {
-			t.Fatalf("usage %+v: want input, output, their total and cached input", f)
+			t.Fatalf("usage %+v: want input, output and their total", f)
 		}
 		if f.ResponseID == "" {
 			t.Errorf("no response id")
 		}
 	})
 	t.Run("429 with Retry-After", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultStatus, Status: 429, RetryAfter: "0.2"}}})
+		e := begin(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultStatus, Status: 429, RetryAfter: "0.2"}}})
 		req := ask("Hello?", 0)
 		r := Collect(context.Background(), e.model, req)
 		e.wantAnswer(r, req)
-		ex := e.core.Exchanges()
+		ex := e.seen.started()
 		if len(ex) != 2 {
 			t.Fatalf("%d requests, want 2 (one retry)", len(ex))
 		}
-		if gap := ex[1].Started.Sub(ex[0].Started); gap < 200*time.Millisecond {
+		if gap := ex[1].Sub(ex[0]); gap < 200*time.Millisecond {
 			t.Errorf("retried after %v, before the 200ms Retry-After", gap)
 		}
 		// A rate limit that outlasts the retries is a 503 with the cause.
-		e2 := h.start(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 429, RetryAfter: "0"}, 5)})
+		e2 := begin(t, upstream.Options{Faults: repeat(upstream.Fault{Kind: upstream.FaultStatus, Status: 429, RetryAfter: "0"}, 5)})
 		r2 := Collect(context.Background(), e2.model, req)
 		e2.wantError(r2, model.KindUnavailable, 429, "rate limiting")
-		if n := len(e2.core.Exchanges()); n != Policy().MaxAttempts {
+		if n := len(e2.seen.started()); n != Policy().MaxAttempts {
 			t.Errorf("%d requests, want %d", n, Policy().MaxAttempts)
 		}
 	})
@@ -278,19 +393,19 @@ func Run(t *testing.T, h Harness) {
 	} {
 		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
 			fault := upstream.Fault{Kind: upstream.FaultStatus, Status: tc.status}
-			e := h.start(t, upstream.Options{Faults: repeat(fault, tc.fails)})
+			e := begin(t, upstream.Options{Faults: repeat(fault, tc.fails)})
 			req := ask("Hello?", 0)
 			r := Collect(context.Background(), e.model, req)
 			e.wantAnswer(r, req)
-			if n := len(e.core.Exchanges()); n != tc.fails+1 {
+			if n := len(e.seen.started()); n != tc.fails+1 {
 				t.Errorf("%d requests, want %d", n, tc.fails+1)
 			}
-			e2 := h.start(t, upstream.Options{Faults: repeat(fault, 5)})
+			e2 := begin(t, upstream.Options{Faults: repeat(fault, 5)})
 			e2.wantError(Collect(context.Background(), e2.model, req), tc.kind, tc.status, tc.text)
 		})
 	}
 	t.Run("timeout", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang}}})
+		e := begin(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang}}})
 		start := time.Now()
 		r := Collect(context.Background(), e.model, ask("Hello?", 0))
 		e.wantError(r, model.KindTimeout, 0, "first-token timeout")
@@ -301,7 +416,7 @@ func Run(t *testing.T, h Harness) {
 		// A stream that stalls after its first token meets the call timeout.
 		p := Policy()
 		p.CallTimeout = 300 * time.Millisecond
-		e2 := h.startWith(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 2}}}, p)
+		e2 := startWith(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 2}}}, p)
 		r2 := Collect(context.Background(), e2.model, ask("Hello?", 0))
 		e2.wantError(r2, model.KindTimeout, 0, "call timeout")
 		if len(r2.Parts) == 0 {
@@ -309,36 +424,39 @@ func Run(t *testing.T, h Harness) {
 		}
 	})
 	t.Run("malformed chunk", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultMalformed, After: 2}}})
+		e := begin(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultMalformed, After: 2}}})
 		r := Collect(context.Background(), e.model, ask("Hello?", 0))
 		e.wantError(r, model.KindUpstream, 0, "malformed")
 		if len(r.Parts) == 0 {
 			t.Errorf("no parts before the malformed chunk")
 		}
-		if n := len(e.core.Exchanges()); n != 1 {
+		if n := len(e.seen.started()); n != 1 {
 			t.Errorf("%d requests: a failure after the first token must not be retried", n)
 		}
 	})
 	t.Run("connection cut mid-stream", func(t *testing.T) {
-		e := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut, After: 2}}})
+		e := begin(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut, After: 2}}})
 		r := Collect(context.Background(), e.model, ask("Hello?", 0))
 		e.wantError(r, model.KindUpstream, 0, "broke off")
 		if len(r.Parts) == 0 {
 			t.Errorf("no parts before the cut")
 		}
-		if n := len(e.core.Exchanges()); n != 1 {
+		if n := len(e.seen.started()); n != 1 {
 			t.Errorf("%d requests: a failure after the first token must not be retried", n)
 		}
 		// Cut before the first token: a connection error, retried.
-		e2 := h.start(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut}}})
+		e2 := begin(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut}}})
 		req := ask("Hello?", 0)
 		e2.wantAnswer(Collect(context.Background(), e2.model, req), req)
 	})
 	t.Run("connection refused", func(t *testing.T) {
+		if cassettes {
+			t.Skip("a refused connection has no exchange to record")
+		}
 		// Nothing listens at the address of a server that has closed.
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
-		m := h.New(t, srv.URL)
+		m := h.New(t, srv.URL, nil)
 		r := Collect(context.Background(), model.Resilient(m, Policy()), ask("Hello?", 0))
 		var me *model.Error
 		if !errors.As(r.Err, &me) || me.Kind != model.KindUnavailable || !me.Temporary ||
@@ -359,7 +477,7 @@ func Run(t *testing.T, h Harness) {
 		// The fake stalls after a few tokens, so that it is still answering
 		// when the client goes, however slow the machine.
 		stall := upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}}
-		e := h.start(t, stall)
+		e := begin(t, stall)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var cancelledAt time.Time
@@ -378,7 +496,7 @@ func Run(t *testing.T, h Harness) {
 		}
 		e.wantCancelled(0, cancelledAt)
 		// A consumer that stops reading cancels the upstream request too.
-		e2 := h.start(t, stall)
+		e2 := begin(t, stall)
 		var stoppedAt time.Time
 		for range e2.model.Stream(context.Background(), ask("How do I start my day well?", 0)) {
 			stoppedAt = time.Now()
@@ -404,6 +522,10 @@ func (e env) wantAnswer(r Result, req model.Request) {
 		e.t.Fatalf("the call failed: %v", r.Err)
 	}
 	want := Result{Parts: fakemodel.Answer(req)}
+	wantUsage := want.Finish().Usage
+	if e.h.Usage != nil {
+		wantUsage = e.h.Usage(req)
+	}
 	if got, w := r.Text(), want.Text(); got != w {
 		e.t.Errorf("text %q, want %q", got, w)
 	}
@@ -423,11 +545,16 @@ func (e env) wantAnswer(r Result, req model.Request) {
 	if gf.Reason != wf.Reason {
 		e.t.Errorf("finish reason %q, want %q", gf.Reason, wf.Reason)
 	}
-	if gf.Usage != wf.Usage {
-		e.t.Errorf("usage %+v, want %+v", gf.Usage, wf.Usage)
+	if gf.Usage != wantUsage {
+		e.t.Errorf("usage %+v, want %+v", gf.Usage, wantUsage)
 	}
 	if gf.ProviderMetadata == nil || gf.ProviderMetadata["finishReason"] == nil {
 		e.t.Errorf("provider metadata %v lacks the provider's finishReason", gf.ProviderMetadata)
+	}
+	if e.h.CheckFinish != nil {
+		if err := e.h.CheckFinish(req, gf); err != nil {
+			e.t.Error(err)
+		}
 	}
 }
 
@@ -456,7 +583,7 @@ func (e env) wantCancelled(n int, since time.Time) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	at, ok := e.core.WaitCancelled(ctx, n)
+	at, ok := e.seen.WaitCancelled(ctx, n)
 	if !ok {
 		e.t.Fatal("the fake never saw the request cancelled")
 	}

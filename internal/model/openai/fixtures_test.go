@@ -40,8 +40,8 @@ func replay(t *testing.T, provider, file string, req model.Request) (modeltest.R
 	return modeltest.Collect(context.Background(), m, req), sent
 }
 
-func TestRecordedText(t *testing.T) {
-	r, sent := replay(t, openai.ProviderOpenAI, "text.sse", model.Request{System: "Be brief.",
+func TestMockText(t *testing.T) {
+	r, sent := replay(t, openai.ProviderOpenAI, "mock-text.sse", model.Request{System: "Be brief.",
 		Messages: []model.Message{{Role: model.RoleUser, Content: "Plan a trip"}}, MaxOutputTokens: 3})
 	if r.Err != nil {
 		t.Fatal(r.Err)
@@ -65,8 +65,8 @@ func TestRecordedText(t *testing.T) {
 	}
 }
 
-func TestRecordedParallelToolCalls(t *testing.T) {
-	r, sent := replay(t, openai.ProviderOllama, "parallel-tools.sse", model.Request{
+func TestThirdPartyParallelToolCalls(t *testing.T) {
+	r, sent := replay(t, openai.ProviderOllama, "third-party-parallel-tools.sse", model.Request{
 		Messages: []model.Message{
 			{Role: model.RoleUser, Content: "show me the current date and the natural logarithm of 22"},
 			{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{{ID: "c1", Name: "weatherTool", Args: json.RawMessage(`{"location":"Oslo"}`)}}},

@@ -17,24 +17,30 @@ import (
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
-func newModel(t *testing.T, baseURL string) model.Model {
+func newModel(t *testing.T, baseURL string, client *http.Client) model.Model {
 	t.Helper()
-	m, err := openai.New(openai.Config{Provider: openai.ProviderOpenAI, Model: "gpt-4o-mini", APIKey: modeltest.Key, BaseURL: baseURL + "/v1"})
+	m, err := openai.New(openai.Config{Provider: openai.ProviderOpenAI, Model: "gpt-4o-mini", APIKey: modeltest.Key, BaseURL: baseURL + "/v1", HTTPClient: client})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func TestConformance(t *testing.T) {
-	modeltest.Run(t, modeltest.Harness{
-		Provider: openai.ProviderOpenAI,
-		Fake: func(opts upstream.Options) (http.Handler, *upstream.Core) {
-			s := fakeopenai.New(opts)
-			return s, s.Core
-		},
-		New: newModel,
-	})
+var harness = modeltest.Harness{
+	Provider: openai.ProviderOpenAI,
+	Fake: func(opts upstream.Options) (http.Handler, *upstream.Core) {
+		s := fakeopenai.New(opts)
+		return s, s.Core
+	},
+	New: newModel,
+}
+
+func TestConformance(t *testing.T) { modeltest.Run(t, harness) }
+
+// TestConformanceOnCassettes runs the suite on cassettes recorded from the
+// fake (MODELTEST_RECORD=1 records them again), without any server.
+func TestConformanceOnCassettes(t *testing.T) {
+	modeltest.RunCassettes(t, harness, "testdata/cassettes")
 }
 
 // collect decodes body as the answer of one call.

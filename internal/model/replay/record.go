@@ -1,0 +1,181 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
+)
+
+// Recorder is an http.RoundTripper that sends each request on and writes
+// the exchange to a cassette in its directory as the response body is read:
+// the client gets the stream as it arrives, and the cassette is written when
+// the body ends or is closed. It is safe for concurrent use.
+//
+// go-vcr's own recorder reads a response whole before handing it on, which
+// would hold a stream back until it ends; this one keeps go-vcr's cassette
+// format and its scrubbing hook.
+type Recorder struct {
+	dir    string
+	source Source
+	next   http.RoundTripper
+	scrub  recorder.HookFunc
+	// secrets are scrubbed from the base URL too.
+	secrets []string
+	// OnError, when set, is told about a cassette that could not be written.
+	OnError func(error)
+
+	mu sync.Mutex
+	// written holds the cassettes written by this recorder, by file name:
+	// a request sent again (a retry) adds to its cassette, while one
+	// recorded in an earlier run is replaced.
+	written map[string]*session
+}
+
+// session is one cassette being written.
+type session struct {
+	c   *cassette.Cassette
+	ext map[*cassette.Interaction]Extension
+}
+
+// NewRecorder records the exchanges of the model source through next to
+// cassettes in dir, which it creates. secrets (the API keys) are scrubbed
+// from every cassette, with the headers that carry credentials.
+func NewRecorder(dir string, source Source, next http.RoundTripper, secrets ...string) (*Recorder, error) {
+	if dir == "" {
+		return nil, errors.New("no record directory")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("the record directory: %w", err)
+	}
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	return &Recorder{dir: dir, source: source, next: next, scrub: Scrub(secrets...), secrets: secrets,
+		written: map[string]*session{}}, nil
+}
+
+// RoundTrip implements http.RoundTripper. A request that fails before any
+// response (a refused connection, say) leaves no cassette: nothing answered.
+func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := r.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	i := &cassette.Interaction{
+		Request: cassette.Request{
+			Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor,
+			ContentLength: req.ContentLength, Host: req.Host,
+			Body: string(body), Headers: req.Header.Clone(), URL: req.URL.String(), Method: req.Method,
+		},
+		Response: cassette.Response{
+			Status: res.Status, Code: res.StatusCode, Proto: res.Proto, ProtoMajor: res.ProtoMajor, ProtoMinor: res.ProtoMinor,
+			TransferEncoding: res.TransferEncoding, ContentLength: res.ContentLength, Uncompressed: res.Uncompressed,
+			Headers: res.Header.Clone(), Duration: time.Since(start),
+		},
+	}
+	res.Body = &tee{r: r, ctx: req.Context(), body: res.Body, i: i, start: time.Now(),
+		name: CassetteName(r.source.Provider, req.Method, req.URL.String(), body)}
+	return res, nil
+}
+
+// save adds i to its cassette and writes the cassette.
+func (r *Recorder) save(name string, i *cassette.Interaction, ext Extension) {
+	if err := r.scrub(i); err != nil {
+		r.fail(err)
+		return
+	}
+	ext.BaseURL = scrubURL(ext.BaseURL, r.secrets)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.written[name]
+	if s == nil {
+		c := cassette.New(filepath.Join(r.dir, name[:len(name)-len(".yaml")]))
+		s = &session{c: c, ext: map[*cassette.Interaction]Extension{}}
+		c.MarshalFunc = func(any) ([]byte, error) { return marshal(c, s.ext) }
+		r.written[name] = s
+	}
+	s.c.AddInteraction(i)
+	s.ext[i] = ext
+	if err := s.c.SaveWithFS(atomicFS{}); err != nil {
+		r.fail(fmt.Errorf("writing cassette %s: %w", name, err))
+	}
+}
+
+func (r *Recorder) fail(err error) {
+	if r.OnError != nil {
+		r.OnError(err)
+	}
+}
+
+// tee is a response body that keeps what the client reads, and when.
+type tee struct {
+	r     *Recorder
+	ctx   context.Context
+	body  io.ReadCloser
+	i     *cassette.Interaction
+	name  string
+	start time.Time
+
+	mu     sync.Mutex
+	buf    []byte
+	chunks []Chunk
+	done   bool
+}
+
+func (t *tee) Read(p []byte) (int, error) {
+	n, err := t.body.Read(p)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return n, err
+	}
+	if n > 0 {
+		t.buf = append(t.buf, p[:n]...)
+		t.chunks = append(t.chunks, Chunk{At: time.Since(t.start), Bytes: n})
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		t.finish(EndEOF, "")
+	case t.ctx.Err() != nil:
+		// The client's own cancellation or deadline.
+		t.finish(EndClient, "")
+	default:
+		t.finish(EndBroken, err.Error())
+	}
+	return n, err
+}
+
+func (t *tee) Close() error {
+	t.mu.Lock()
+	if !t.done {
+		t.finish(EndClient, "")
+	}
+	t.mu.Unlock()
+	return t.body.Close()
+}
+
+// finish writes the exchange to its cassette; t.mu is held.
+func (t *tee) finish(end, failure string) {
+	t.done = true
+	t.i.Response.Body = string(t.buf)
+	ext := Extension{Source: t.r.source, Chunks: t.chunks, End: end, Error: failure}
+	if ext.Chunks == nil {
+		ext.Chunks = []Chunk{}
+	}
+	t.r.save(t.name, t.i, ext)
+}
