@@ -826,13 +826,14 @@ func BenchTurn(b *testing.B, h Harness) {
 				}
 				_, stored, err := turn.Begin(ctx, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
 					func(_ memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
-						if len(tail) != memory.DefaultWindow {
-							return nil, fmt.Errorf("a tail of %d", len(tail))
+						// Each turn adds two messages to the n seeded.
+						if want := min(memory.DefaultWindow, n+2*(i-1)); len(tail) != want {
+							return nil, fmt.Errorf("a tail of %d, want %d", len(tail), want)
 						}
 						return []memory.Message{msg(fmt.Sprint("bu", i), "user", "How was your day?", n+i)}, nil
 					})
 				if err != nil || len(stored) != 1 {
-					b.Fatalf("Begin: %v", err)
+					b.Fatalf("Begin: %v (stored %d)", err, len(stored))
 				}
 				reply := memory.Message{ID: fmt.Sprint("ba", i), Role: "assistant", Text: "Good, thank you.",
 					Model: json.RawMessage(`[{"role":"assistant","content":"Good, thank you."}]`), CreatedAt: base}
