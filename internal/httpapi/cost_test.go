@@ -242,8 +242,10 @@ func TestCostQuota(t *testing.T) {
 	if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the quota: %d %q %s", res.StatusCode, res.Header.Get("Retry-After"), b)
 	}
-	if msg := errorOf(t, b); !strings.Contains(msg, `resource "spender" has spent $0.00`) || !strings.Contains(msg, "its quota of $0.0030 (-cost-quota): it resets at 00:00 UTC") {
-		t.Fatalf("%s", b)
+	want := fmt.Sprintf(`resource "spender" has spent $%s today, its quota of $0.003 (-cost-quota): it resets at 00:00 UTC`,
+		strconv.FormatFloat(math.Round(spent*1e6)/1e6, 'f', -1, 64))
+	if msg := errorOf(t, b); msg != want {
+		t.Errorf("%s\nwant %q", b, want)
 	}
 	// The stream refuses before it starts, the same way.
 	res, b = svc.Post(t, streamPath, `{"threadId":"c-spender","resourceId":"spender","messages":[{"role":"user","content":"Hi"}]}`)

@@ -21,6 +21,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -273,10 +275,16 @@ func (m *Memory) checkQuota(ctx context.Context, resourceID string) error {
 		return apperr.New(apperr.RateLimited, "resource %q has used %d tokens today, its quota of %d (-token-quota): it resets at 00:00 UTC",
 			resourceID, tokens, m.cfg.TokenQuota).After(next.Sub(now))
 	case m.cfg.CostQuota > 0 && cost >= m.cfg.CostQuota:
-		return apperr.New(apperr.RateLimited, "resource %q has spent $%.4f today, its quota of $%.4f (-cost-quota): it resets at 00:00 UTC",
-			resourceID, cost, m.cfg.CostQuota).After(next.Sub(now))
+		return apperr.New(apperr.RateLimited, "resource %q has spent $%s today, its quota of $%s (-cost-quota): it resets at 00:00 UTC",
+			resourceID, dollars(cost), dollars(m.cfg.CostQuota)).After(next.Sub(now))
 	}
 	return nil
+}
+
+// dollars formats an amount to the millionth of a dollar, without
+// trailing zeros: 0.001037, 0.003, 2.5.
+func dollars(d float64) string {
+	return strconv.FormatFloat(math.Round(d*1e6)/1e6, 'f', -1, 64)
 }
 
 // MaxUsageDays bounds the days a usage report covers.

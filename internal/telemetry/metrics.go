@@ -141,7 +141,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"tool", "outcome"}),
 		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "requests_limited_total",
-			Help: "Requests refused with 429, by scope: address (a client address's rate limit), resource (a resource's rate limit), quota (a resource's daily token quota).",
+			Help: "Requests refused with 429, by scope: address (a client address's rate limit), resource (a resource's rate limit), quota (a resource's daily token or cost quota).",
 		}, []string{"scope"}),
 		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "cost_total",
