@@ -148,9 +148,12 @@ type Turn interface {
 	// transaction, and returns them with their Seq.
 	Append(ctx context.Context, msgs []Message) ([]Message, error)
 	// Answer stores reply after the last message, clears Pending on every
-	// earlier message and adds u's tokens to its resource's day (when
-	// u.Tokens > 0), in one transaction. It returns the messages it
+	// earlier message and adds u's tokens and cost to its resource's and
+	// thread's day (when there are any), in one transaction. It returns the messages it
 	// answered (those that were pending, oldest first) and the stored reply.
+	// Answer is a turn's last write: a store may let another instance take
+	// the thread as it commits (PostgreSQL drops the lease in the same
+	// transaction), so only Unlock may follow it.
 	Answer(ctx context.Context, reply Message, u Usage) (answered []Message, stored Message, err error)
 	// Delete deletes the thread and its messages.
 	Delete(ctx context.Context) error

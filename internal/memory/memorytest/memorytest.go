@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("TokenUsagePerResourceAndDay", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
 	t.Run("PingChecksTheSchema", func(t *testing.T) { t.Parallel(); testPing(t, h) })
 	t.Run("BeginStoresATurnInOneTransaction", func(t *testing.T) { t.Parallel(); testBegin(t, h) })
+	t.Run("AnswerEndsTheTurn", func(t *testing.T) { t.Parallel(); testAnswerEndsTurn(t, h) })
 	t.Run("LockAcrossInstances", func(t *testing.T) {
 		if !h.SharedLocks {
 			t.Skip("this store serves one process: its locks are in-process")
@@ -274,6 +275,9 @@ func testAnswer(t *testing.T, h Harness) {
 	if strings.Join(ids(answered), " ") != "u1" || stored.Seq != 2 || stored.Pending {
 		t.Fatalf("answered %v, stored %+v", ids(answered), stored)
 	}
+	// Answer ends what a turn writes; the next turn goes on.
+	turn.Unlock()
+	turn = lock(t, s, "t")
 	// A failed run leaves its message pending; the next answer covers both.
 	appendMsgs(t, turn, msg("u2", "user", "second", 2))
 	appendMsgs(t, turn, msg("u3", "user", "third", 3), msg("u4", "assistant", "fourth", 4))
@@ -519,6 +523,48 @@ func testLockSerializes(t *testing.T, h Harness, across bool) {
 		if m.Text != fmt.Sprint(i+1) {
 			t.Fatalf("message %d is %q: turns interleaved", i+1, m.Text)
 		}
+	}
+}
+
+// testAnswerEndsTurn: after Answer, Unlock frees the thread for the next
+// turn (on any instance, for shared locks), even where Answer already let
+// the thread go, and a second Unlock does no harm.
+func testAnswerEndsTurn(t *testing.T, h Harness) {
+	ctx := context.Background()
+	open0 := h.Fresh(t)
+	a := mustOpen(t, open0)
+	b := a
+	if h.SharedLocks {
+		b = mustOpen(t, open0)
+	}
+	for i := range 3 {
+		s := []memory.Store{a, b}[i%2]
+		turn, err := s.Lock(ctx, "t", time.Second)
+		if err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		if _, _, err := turn.Begin(ctx, memory.Thread{ID: "t", ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base},
+			memory.DefaultWindow, []string{fmt.Sprint("u", i)}, func(_ memory.Thread, _ []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+				return []memory.Message{msg(fmt.Sprint("u", i), "user", "hi", 2*i)}, nil
+			}); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		reply := memory.Message{ID: fmt.Sprint("a", i), Role: "assistant", Text: "hello", Model: json.RawMessage(`[]`), CreatedAt: base.Add(time.Duration(2*i+1) * time.Second)}
+		if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		turn.Unlock()
+		turn.Unlock()
+	}
+	all, total, err := a.Messages(ctx, "t", 0, 10)
+	if err != nil || total != 6 || strings.Join(ids(all), " ") != "u0 a0 u1 a1 u2 a2" {
+		t.Fatalf("the thread holds %v (%d): %v", ids(all), total, err)
+	}
+	// The thread is free at once.
+	if turn, err := b.Lock(ctx, "t", 0); err != nil {
+		t.Fatalf("the thread is not free after the last turn: %v", err)
+	} else {
+		turn.Unlock()
 	}
 }
 

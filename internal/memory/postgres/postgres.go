@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -375,6 +376,9 @@ type turn struct {
 	once         sync.Once
 	stop         chan struct{}
 	renewed      chan struct{} // closed when the renewer has stopped
+	// released is set once Answer's transaction, which drops the lease,
+	// has committed: Unlock has no lease left to delete.
+	released atomic.Bool
 }
 
 // renew extends the lease every Lease/3 until the turn ends.
@@ -402,9 +406,23 @@ func (t *turn) Unlock() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// A lease that cannot be deleted expires on its own.
-		_, _ = t.s.pool.Exec(ctx, `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2`, t.id, t.owner)
+		if !t.released.Load() {
+			_, _ = t.s.pool.Exec(ctx, `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2`, t.id, t.owner)
+		}
 		t.releaseLocal()
 	})
+}
+
+// release checks, inside a transaction, that the turn's lease is its own,
+// and drops it when the transaction commits: Answer, a turn's last write,
+// saves the commit and the round trip of a separate delete.
+func (t *turn) release(ctx context.Context, tx pgx.Tx) error {
+	var one int
+	err := tx.QueryRow(ctx, `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2 RETURNING 1`, t.id, t.owner).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("thread %q: %w", t.id, errLeaseLost)
+	}
+	return err
 }
 
 // holds checks, inside a transaction, that the turn's lease is its own,
@@ -555,7 +573,7 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
 	var answered, stored []memory.Message
 	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		if err := t.holds(ctx, tx); err != nil {
+		if err := t.release(ctx, tx); err != nil {
 			return err
 		}
 		var err error
@@ -572,6 +590,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 	if err != nil {
 		return nil, memory.Message{}, err
 	}
+	t.released.Store(true)
 	slices.SortFunc(answered, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	return answered, stored[0], nil
 }

@@ -179,3 +179,63 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		t.Fatalf("Ping of a schema without messages.run_id: %v", err)
 	}
 }
+
+// TestAnswerDropsTheLease: Answer's transaction deletes the turn's lease, so
+// the thread is free to other instances as soon as the reply is stored,
+// without a commit of its own in Unlock; a turn whose lease was lost
+// cannot answer.
+func TestAnswerDropsTheLease(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	s, err := postgres.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	leases := func() int {
+		var n int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM thread_leases WHERE thread_id = 't'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	th := memory.Thread{ID: "t", ResourceID: "r", Metadata: []byte(`{}`), CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "hi", Model: []byte(`[]`), CreatedAt: time.Now()}
+	turn, err := s.Lock(ctx, "t", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Unlock()
+	if _, err := turn.Open(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	if n := leases(); n != 1 {
+		t.Fatalf("%d leases while the turn runs, want 1", n)
+	}
+	if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := leases(); n != 0 {
+		t.Fatalf("%d leases after Answer, want 0", n)
+	}
+
+	// A turn whose lease another instance took stores nothing.
+	lost, err := s.Lock(ctx, "t2", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lost.Unlock()
+	if _, err := s.Pool().Exec(ctx, `UPDATE thread_leases SET owner = 'someone-else' WHERE thread_id = 't2'`); err != nil {
+		t.Fatal(err)
+	}
+	th.ID = "t2"
+	if _, err := lost.Open(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := lost.Answer(ctx, memory.Message{ID: "a2", Role: "assistant", Text: "hi", Model: []byte(`[]`), CreatedAt: time.Now()}, memory.Usage{}); err == nil {
+		t.Fatal("a turn that lost its lease answered")
+	}
+	if _, total, err := s.Messages(ctx, "t2", 0, 10); err != nil || total != 0 {
+		t.Fatalf("the lost turn stored %d messages: %v", total, err)
+	}
+}
