@@ -8,9 +8,17 @@
 // The SDK's retries are switched off (model.Resilient retries, once for
 // every provider), and its client is built from this package's Config
 // alone: nothing is read from the environment here.
+//
+// The SDK sends the request and reports its errors; the stream's chunks are
+// read with the SDK's event decoder into chunk, the few fields of the SDK's
+// ChatCompletionChunk this provider uses, by encoding/json. The SDK's own
+// reflective decoding of every field was a sixth of the service's CPU on a
+// streamed answer (docs/performance.md).
 package openai
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,8 +71,8 @@ type Config struct {
 
 // Model is an OpenAI-compatible chat model. It is safe for concurrent use.
 type Model struct {
-	cfg  Config
-	chat oai.ChatCompletionService
+	cfg    Config
+	client *oai.Client
 }
 
 var _ model.Model = (*Model)(nil)
@@ -91,9 +99,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	// The service, not oai.NewClient: NewClient adds options read from
-	// OPENAI_* variables, and the configuration must come from Config only.
-	return &Model{cfg: cfg, chat: oai.NewChatCompletionService(opts...)}, nil
+	// Not oai.NewClient: NewClient adds options read from OPENAI_*
+	// variables, and the configuration must come from Config only.
+	return &Model{cfg: cfg, client: &oai.Client{Options: opts}}, nil
 }
 
 // Provider implements model.Model.
@@ -105,17 +113,47 @@ func (m *Model) ID() string { return m.cfg.Model }
 // Stream implements model.Model.
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
-		stream := m.chat.NewStreaming(ctx, Params(m.cfg.Provider, m.cfg.Model, req))
-		defer stream.Close()
+		// What the SDK's NewStreaming sends, with the response left to us.
+		var raw *http.Response
+		err := m.client.Post(ctx, "chat/completions", Params(m.cfg.Provider, m.cfg.Model, req), &raw,
+			option.WithJSONSet("stream", true))
+		if err != nil {
+			if raw != nil && raw.Body != nil {
+				raw.Body.Close()
+			}
+			yield(model.Part{}, m.failure(ctx, err, false))
+			return
+		}
+		events := ssestream.NewDecoder(raw)
+		if events == nil {
+			yield(model.Part{}, m.failure(ctx, errors.New("the response has no body"), false))
+			return
+		}
+		defer events.Close()
 		d := &decoder{}
-		for stream.Next() {
-			for _, p := range d.chunk(stream.Current()) {
+		for events.Next() {
+			ev := events.Event()
+			if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+				break
+			}
+			var c chunk
+			if err := c.decode(ev.Data); err != nil {
+				yield(model.Part{}, m.failure(ctx, err, d.began))
+				return
+			}
+			if c.Error != nil {
+				// As the SDK's stream: an event with an "error" ends it.
+				yield(model.Part{}, m.failure(ctx, &ssestream.StreamError{
+					Message: "received error while streaming: " + string(c.Error), Event: ev}, d.began))
+				return
+			}
+			for _, p := range d.chunk(c) {
 				if !yield(p, nil) {
 					return
 				}
 			}
 		}
-		if err := stream.Err(); err != nil {
+		if err := events.Err(); err != nil {
 			yield(model.Part{}, m.failure(ctx, err, d.began))
 			return
 		}
@@ -134,6 +172,68 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 			}
 		}
 	}
+}
+
+// chunk is what the provider reads of a streamed chat completion chunk: the
+// fields of the SDK's ChatCompletionChunk it uses, by the same names, plus
+// the reasoning text some servers add and an in-band error.
+type chunk struct {
+	ID                string          `json:"id"`
+	Model             string          `json:"model"`
+	SystemFingerprint string          `json:"system_fingerprint"`
+	Choices           []choice        `json:"choices"`
+	Usage             *usage          `json:"usage"`
+	Error             json.RawMessage `json:"error"`
+}
+
+type choice struct {
+	Index        int64  `json:"index"`
+	Delta        delta  `json:"delta"`
+	FinishReason string `json:"finish_reason"`
+}
+
+type delta struct {
+	Content string `json:"content"`
+	// ReasoningContent (vLLM, DeepSeek, llama.cpp) or Reasoning (Ollama,
+	// OpenRouter): the reasoning text some servers stream beside the
+	// content.
+	ReasoningContent string     `json:"reasoning_content"`
+	Reasoning        string     `json:"reasoning"`
+	ToolCalls        []toolCall `json:"tool_calls"`
+}
+
+type toolCall struct {
+	Index    int64  `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// usage counts are numbers of any form: model.Tokens bounds them.
+type usage struct {
+	PromptTokens        *float64 `json:"prompt_tokens"`
+	CompletionTokens    float64  `json:"completion_tokens"`
+	TotalTokens         float64  `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens float64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens float64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// decode reads one event's data. Data that is not a JSON object is a
+// malformed event; a field of an unexpected type is skipped (read as
+// absent), as the SDK's decoder does, and the rest is read.
+func (c *chunk) decode(data []byte) error {
+	err := json.Unmarshal(data, c)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return nil
+	}
+	return err
 }
 
 // Params is the chat completions request for req.
@@ -193,7 +293,7 @@ type decoder struct {
 	id     string
 	calls  []call // by index of first appearance
 	reason string
-	usage  *oai.CompletionUsage
+	usage  *usage
 	// modelName and fingerprint are the last the chunks named, for the
 	// finish's metadata.
 	modelName   string
@@ -206,13 +306,12 @@ type call struct {
 	id    string
 }
 
-func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
+func (d *decoder) chunk(c chunk) []model.Part {
 	if d.id == "" {
 		d.id = valid(c.ID)
 	}
-	if c.JSON.Usage.Valid() && c.Usage.JSON.PromptTokens.Valid() {
-		u := c.Usage
-		d.usage = &u
+	if c.Usage != nil && c.Usage.PromptTokens != nil {
+		d.usage = c.Usage
 	}
 	if c.Model != "" {
 		d.modelName = valid(c.Model)
@@ -226,7 +325,7 @@ func (d *decoder) chunk(c oai.ChatCompletionChunk) []model.Part {
 			continue // one answer is asked for; other choices are not ours
 		}
 		delta := ch.Delta
-		if r := reasoning(delta); r != "" {
+		if r := cmp.Or(delta.ReasoningContent, delta.Reasoning); r != "" {
 			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: r})
 		}
 		if delta.Content != "" {
@@ -308,11 +407,11 @@ func (d *decoder) finish() []model.Part {
 	}
 	if u := d.usage; u != nil {
 		fin.Usage = model.Usage{
-			InputTokens:       model.Tokens(float64(u.PromptTokens)),
-			OutputTokens:      model.Tokens(float64(u.CompletionTokens)),
-			TotalTokens:       model.Tokens(float64(u.TotalTokens)),
-			CachedInputTokens: model.Tokens(float64(u.PromptTokensDetails.CachedTokens)),
-			ReasoningTokens:   model.Tokens(float64(u.CompletionTokensDetails.ReasoningTokens)),
+			InputTokens:       model.Tokens(*u.PromptTokens),
+			OutputTokens:      model.Tokens(u.CompletionTokens),
+			TotalTokens:       model.Tokens(u.TotalTokens),
+			CachedInputTokens: model.Tokens(u.PromptTokensDetails.CachedTokens),
+			ReasoningTokens:   model.Tokens(u.CompletionTokensDetails.ReasoningTokens),
 		}
 		if fin.Usage.TotalTokens == 0 {
 			fin.Usage.TotalTokens = fin.Usage.InputTokens + fin.Usage.OutputTokens
@@ -321,26 +420,11 @@ func (d *decoder) finish() []model.Part {
 	return append(parts, model.Part{Kind: model.PartFinish, Finish: fin})
 }
 
-// valid replaces what is not UTF-8 in a string of a chunk with U+FFFD, as
-// encoding/json does: the SDK's decoder passes such bytes on as they came,
-// and text that is not UTF-8 cannot be stored or sent as JSON as it is.
+// valid replaces what is not UTF-8 in a string with U+FFFD. encoding/json
+// already does so for the strings it decodes; this keeps it so whatever
+// decodes a chunk, since text that is not UTF-8 cannot be stored or sent as
+// JSON as it is.
 func valid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
-
-// reasoning reads the reasoning text some servers stream beside the
-// content: reasoning_content (vLLM, DeepSeek, llama.cpp) or reasoning
-// (Ollama, OpenRouter).
-func reasoning(d oai.ChatCompletionChunkChoiceDelta) string {
-	for _, k := range []string{"reasoning_content", "reasoning"} {
-		// The SDK keeps unknown fields raw (and marks them not Valid).
-		if f, ok := d.JSON.ExtraFields[k]; ok && f.Raw() != "" {
-			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-				return s
-			}
-		}
-	}
-	return ""
-}
 
 // failure classifies what the SDK's stream reports.
 func (m *Model) failure(ctx context.Context, err error, began bool) error {

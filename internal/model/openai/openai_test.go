@@ -125,8 +125,8 @@ func TestChunkOfWrongType(t *testing.T) {
 }
 
 // TestInvalidUTF8: bytes that are not UTF-8 inside a chunk's strings reach
-// the parts as U+FFFD, as encoding/json decodes them; the SDK passes them on
-// as they came (FuzzOpenAIStream corpus: invalid-utf8-in-content,
+// the parts as U+FFFD, one for each byte, as encoding/json decodes them
+// (FuzzOpenAIStream corpus: invalid-utf8-in-content,
 // invalid-utf8-in-tool-call).
 func TestInvalidUTF8(t *testing.T) {
 	r := collect(t, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"caf\xc3\"}}]}\n\n"+
@@ -135,7 +135,39 @@ func TestInvalidUTF8(t *testing.T) {
 		t.Fatal(r.Err)
 	}
 	calls := r.Calls()
-	if r.Text() != "caf\uFFFD" || len(calls) != 1 || calls[0].ID != "c\uFFFD" || calls[0].Args() != `{"a":"`+"\uFFFD"+`"}` {
+	if r.Text() != "caf\uFFFD" || len(calls) != 1 || calls[0].ID != "c\uFFFD" || calls[0].Args() != `{"a":"`+"\uFFFD\uFFFD"+`"}` {
 		t.Fatalf("text %q, calls %+v", r.Text(), calls)
+	}
+}
+
+// TestErrorEvent: an event carrying "error" in the middle of an answer ends
+// it with the provider's error, as the SDK's stream does, after the text
+// already read.
+func TestErrorEvent(t *testing.T) {
+	r := collect(t, `data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}`+"\n\n"+
+		`data: {"error":{"message":"overloaded","type":"server_error"}}`+"\n\n")
+	var me *model.Error
+	if !errors.As(r.Err, &me) || me.Kind != model.KindUpstream || me.Message != "the provider reported an error in the middle of the stream" ||
+		!strings.Contains(me.Err.Error(), "overloaded") {
+		t.Fatalf("error %#v", r.Err)
+	}
+	if r.Text() != "Hi" {
+		t.Errorf("text %q", r.Text())
+	}
+}
+
+// TestFieldOfWrongType: a field of an unexpected type reads as absent and
+// the rest of the chunk is read, as the SDK's decoder reads it; the usage
+// counts read whatever form of number they come in.
+func TestFieldOfWrongType(t *testing.T) {
+	r := collect(t, `data: {"id":7,"system_fingerprint":["x"],"choices":[{"index":0,"delta":{"content":"Hi","tool_calls":"none"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3.0,"completion_tokens":2e0,"total_tokens":5}}`+"\n\ndata: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r.Text() != "Hi" || len(r.Calls()) != 0 {
+		t.Fatalf("text %q, calls %v", r.Text(), r.Calls())
+	}
+	if u := r.Finish().Usage; u.InputTokens != 3 || u.OutputTokens != 2 || u.TotalTokens != 5 {
+		t.Errorf("usage %+v", u)
 	}
 }
