@@ -104,12 +104,10 @@ type runs struct {
 	mu    sync.Mutex
 	live  map[string]*liveRun
 	wg    sync.WaitGroup
-	// stop ends every run (the end of a shutdown's grace period); stopCtx
-	// ends with it, for runs tied to a request.
-	stop     chan struct{}
-	stopOnce sync.Once
-	stopCtx  context.Context
-	stopAll  context.CancelFunc
+	// stopCtx ends at the end of a shutdown's grace period: every run
+	// ends with it.
+	stopCtx context.Context
+	stopAll context.CancelFunc
 }
 
 // liveRun is a run in progress on this instance.
@@ -126,7 +124,7 @@ var (
 )
 
 func newRuns(log runlog.Log, grace time.Duration) *runs {
-	rs := &runs{log: log, grace: grace, live: map[string]*liveRun{}, stop: make(chan struct{})}
+	rs := &runs{log: log, grace: grace, live: map[string]*liveRun{}}
 	rs.stopCtx, rs.stopAll = context.WithCancel(context.Background())
 	return rs
 }
@@ -161,15 +159,10 @@ func (s *Server) startRun(r *http.Request, in agent.Input) (string, error) {
 				s.log.LogAttrs(ctx, slog.LevelWarn, "the run's log could not be ended", slog.String("run_id", in.RunID), errAttr(err))
 			}
 		}()
-		go func() {
-			select {
-			case <-w.Cancelled():
-				cancel(errCancelled)
-			case <-rs.stop:
-				cancel(errShutdown)
-			case <-ctx.Done():
-			}
-		}()
+		// Callbacks, not a goroutine watching both: an open stream costs
+		// a goroutine less.
+		defer context.AfterFunc(w.Cancelled(), func() { cancel(errCancelled) })()
+		defer context.AfterFunc(rs.stopCtx, func() { cancel(errShutdown) })()
 		s.execute(ctx, in, w)
 	}()
 	return in.RunID, nil
@@ -246,10 +239,7 @@ func (rs *runs) left(runID string, abandoned bool) {
 // CancelRuns cancels every run in progress: their streams end with an error
 // event (CANCELLED) and run-finish.
 func (s *Server) CancelRuns() {
-	s.runs.stopOnce.Do(func() {
-		close(s.runs.stop)
-		s.runs.stopAll()
-	})
+	s.runs.stopAll()
 }
 
 // WaitRuns waits until the runs in progress have ended, or ctx does.

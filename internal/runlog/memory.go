@@ -79,7 +79,8 @@ type endedRun struct {
 // run is one run's log.
 type run struct {
 	meta      Meta
-	cancelled chan struct{}
+	cancelled context.Context // done once cancelled
+	cancel    context.CancelFunc
 	readers   atomic.Int64 // Follow calls on this instance
 
 	mu       sync.Mutex
@@ -88,7 +89,7 @@ type run struct {
 	ended    bool
 	endedAt  time.Time
 	wake     chan struct{}        // closed and replaced by each Append and by End
-	canceled bool                 // cancelled is closed
+	canceled bool                 // cancel was called
 	remote   map[string]time.Time // followers on other instances: last announcement
 }
 
@@ -143,7 +144,8 @@ func (m *Memory) start(meta Meta) (*run, error) {
 	if meta.Started.IsZero() {
 		meta.Started = m.now()
 	}
-	r := &run{meta: meta, cancelled: make(chan struct{}), wake: make(chan struct{})}
+	r := &run{meta: meta, wake: make(chan struct{})}
+	r.cancelled, r.cancel = context.WithCancel(context.Background())
 	m.runs[meta.RunID] = r
 	return r, nil
 }
@@ -234,7 +236,7 @@ func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) 
 	}
 }
 
-// Cancel closes the run's Cancelled channel.
+// Cancel ends the run's Cancelled context.
 func (m *Memory) Cancel(_ context.Context, runID string) error {
 	r, err := m.lookup(runID)
 	if err != nil {
@@ -244,7 +246,7 @@ func (m *Memory) Cancel(_ context.Context, runID string) error {
 	defer r.mu.Unlock()
 	if !r.ended && !r.canceled {
 		r.canceled = true
-		close(r.cancelled)
+		r.cancel()
 	}
 	return nil
 }
@@ -316,8 +318,8 @@ func (w *memWriter) End(context.Context) error {
 	return nil
 }
 
-// Cancelled is closed by Cancel.
-func (w *memWriter) Cancelled() <-chan struct{} { return w.r.cancelled }
+// Cancelled is done once Cancel was called.
+func (w *memWriter) Cancelled() context.Context { return w.r.cancelled }
 
 // Readers counts the Follow calls reading the run on this instance, and
 // those on other instances that announced themselves within readerStale.

@@ -73,9 +73,11 @@ type Writer interface {
 	// stop. The log is kept for the retention time. Ending twice is a
 	// no-op.
 	End(ctx context.Context) error
-	// Cancelled is closed when Log.Cancel was called for the run, from any
-	// instance.
-	Cancelled() <-chan struct{}
+	// Cancelled is done when Log.Cancel was called for the run, from any
+	// instance. A context rather than a channel, so that what waits for it
+	// can be a context.AfterFunc instead of a goroutine (one less for each
+	// open stream).
+	Cancelled() context.Context
 	// Readers reports how many Follow calls are reading the run right now,
 	// on this instance and, through Redis, on others.
 	Readers() int

@@ -310,7 +310,7 @@ func testCancel(t *testing.T, w, r runlog.Log) {
 	ctx := ctxFor(t)
 	wr := start(t, w, "run-1")
 	select {
-	case <-wr.Cancelled():
+	case <-wr.Cancelled().Done():
 		t.Fatal("Cancelled is closed before Cancel")
 	default:
 	}
@@ -318,7 +318,7 @@ func testCancel(t *testing.T, w, r runlog.Log) {
 		t.Fatal(err)
 	}
 	select {
-	case <-wr.Cancelled():
+	case <-wr.Cancelled().Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("Cancelled is not closed 5s after Cancel")
 	}
@@ -335,7 +335,7 @@ func testCancel(t *testing.T, w, r runlog.Log) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	select {
-	case <-wr.Cancelled():
+	case <-wr.Cancelled().Done():
 		t.Fatal("Cancel of an ended run closed its Cancelled")
 	default:
 	}
