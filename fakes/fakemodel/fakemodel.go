@@ -18,7 +18,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"iter"
-	"regexp"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -55,13 +55,15 @@ func (*Model) ID() string { return ID }
 
 // Stream implements model.Model.
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
-	parts := Answer(req)
+	parts := plan(req).parts()
 	return func(yield func(model.Part, error) bool) {
-		for i, p := range parts {
+		i := 0
+		for p := range parts {
 			delay := m.opts.TokenDelay
 			if i == 0 {
 				delay = m.opts.FirstTokenDelay
 			}
+			i++
 			if err := wait(ctx, delay); err != nil {
 				yield(model.Part{}, err)
 				return
@@ -88,7 +90,18 @@ func wait(ctx context.Context, d time.Duration) error {
 }
 
 // Answer returns the parts the fake answers req with, ending with a finish.
-func Answer(req model.Request) []model.Part {
+func Answer(req model.Request) []model.Part { return slices.Collect(plan(req).parts()) }
+
+// answer is what the fake answers a request with: tool calls, or text that
+// is streamed a token at a time as it is read (an open stream holds the
+// text, not a part for each of its tokens), then the finish.
+type answer struct {
+	calls  []model.Part
+	text   string
+	finish *model.Finish
+}
+
+func plan(req model.Request) answer {
 	voice := voiceOf(req.System)
 	usage := model.Usage{InputTokens: inputTokens(req)}
 	if len(req.Messages) > 1 {
@@ -103,41 +116,96 @@ func Answer(req model.Request) []model.Part {
 	if last.Role == model.RoleUser && hasTool(req.Tools, "weatherTool") {
 		where = places(last.Content)
 	}
-	var parts []model.Part
+	var a answer
 	reason := model.FinishStop
 	switch {
 	case last.Role == model.RoleTool:
-		parts, usage.OutputTokens, reason = textParts(voice.weather(toolResults(req.Messages)), req.MaxOutputTokens)
+		a.text, usage.OutputTokens, reason = cut(voice.weather(toolResults(req.Messages)), req.MaxOutputTokens)
 	case len(where) > 0:
-		parts, usage.OutputTokens = weatherCalls(req, where)
+		a.calls, usage.OutputTokens = weatherCalls(req, where)
 		reason = model.FinishToolCalls
 	default:
-		parts, usage.OutputTokens, reason = textParts(voice.reply(last.Content, previousUser(req.Messages)), req.MaxOutputTokens)
+		a.text, usage.OutputTokens, reason = cut(voice.reply(last.Content, previousUser(req.Messages)), req.MaxOutputTokens)
 	}
 	usage.TotalTokens = usage.InputTokens + usage.OutputTokens
-	return append(parts, model.Part{Kind: model.PartFinish, Finish: &model.Finish{
+	a.finish = &model.Finish{
 		Reason:           reason,
 		Usage:            usage,
 		ResponseID:       "fake-" + hashHex(req, "response"),
 		ProviderMetadata: map[string]any{"personality": voice.name},
-	}})
+	}
+	return a
 }
 
-var tokenRE = regexp.MustCompile(`\s*\S+`)
+// parts are a's parts: its calls, or its text one token per part, then
+// its finish.
+func (a answer) parts() iter.Seq[model.Part] {
+	return func(yield func(model.Part) bool) {
+		for _, p := range a.calls {
+			if !yield(p) {
+				return
+			}
+		}
+		for t := range tokens(a.text) {
+			if !yield(model.Part{Kind: model.PartText, Text: t}) {
+				return
+			}
+		}
+		yield(model.Part{Kind: model.PartFinish, Finish: a.finish})
+	}
+}
+
+// cut is text up to its max'th token (0: no cap), its tokens, and the
+// finish reason: length when it was cut.
+func cut(text string, max int) (string, int, string) {
+	n, end := 0, 0
+	for t := range tokens(text) {
+		if max > 0 && n == max {
+			return text[:end], n, model.FinishLength
+		}
+		n++
+		end += len(t)
+	}
+	return text[:end], n, model.FinishStop
+}
 
 // Tokens splits s into the fake's tokens: each non-space run with the space
 // before it. Concatenated, they give s without its trailing space.
-func Tokens(s string) []string { return tokenRE.FindAllString(s, -1) }
+func Tokens(s string) []string { return slices.Collect(tokens(s)) }
+
+// tokens yields the tokens of s, as Tokens returns them.
+func tokens(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for len(s) > 0 {
+			i := 0
+			for i < len(s) && isSpace(s[i]) {
+				i++
+			}
+			if i == len(s) {
+				return // trailing space is no token
+			}
+			for i < len(s) && !isSpace(s[i]) {
+				i++
+			}
+			if !yield(s[:i]) {
+				return
+			}
+			s = s[i:]
+		}
+	}
+}
+
+// isSpace is the space that separates tokens: ASCII whitespace, as \s in a
+// regular expression.
+func isSpace(b byte) bool {
+	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
+}
 
 // CountTokens is len(Tokens(s)) without the allocations.
 func CountTokens(s string) int {
-	n, in := 0, false
-	for _, r := range s {
-		space := r == ' ' || r == '\n' || r == '\t' || r == '\r'
-		if !space && !in {
-			n++
-		}
-		in = !space
+	n := 0
+	for range tokens(s) {
+		n++
 	}
 	return n
 }
@@ -154,20 +222,6 @@ func inputTokens(req model.Request) int {
 		n += CountTokens(t.Name) + CountTokens(t.Description) + CountTokens(string(t.Parameters))
 	}
 	return n
-}
-
-// textParts streams text one token per part, cut at max tokens (0: no cap).
-func textParts(text string, max int) ([]model.Part, int, string) {
-	toks := Tokens(text)
-	reason := model.FinishStop
-	if max > 0 && len(toks) > max {
-		toks, reason = toks[:max], model.FinishLength
-	}
-	parts := make([]model.Part, 0, len(toks)+1)
-	for _, t := range toks {
-		parts = append(parts, model.Part{Kind: model.PartText, Text: t})
-	}
-	return parts, len(toks), reason
 }
 
 // weatherCalls asks for weatherTool once per place, arguments in deltas of

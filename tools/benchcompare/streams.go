@@ -35,8 +35,10 @@ type streamsResult struct {
 	ttfe       []time.Duration // sorted
 	idle, held int64
 	// serverOpen and goroutines are the service's own counts while all
-	// streams were held (companion_streams_open, go_goroutines).
+	// streams were held (companion_streams_open, go_goroutines); stack and
+	// heap its Go runtime's stack and heap in use then, in bytes.
 	serverOpen, goroutines string
+	stack, heap            float64
 	cpuHeld                float64
 }
 
@@ -220,7 +222,10 @@ func (h *harness) openStreams(ctx context.Context, store, dbURL string) (streams
 	res.heldOpen = res.opened - int(early.Load())
 	cpu1, _ := cpuTime(pid)
 	res.cpuHeld = (cpu1 - cpu0).Seconds() / time.Since(t0).Seconds()
-	res.serverOpen, res.goroutines = scrape(svc.url+"/metrics", "companion_streams_open", "go_goroutines")
+	m := scrape(svc.url+"/metrics", "companion_streams_open", "go_goroutines", "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes")
+	res.serverOpen, res.goroutines = m.get("companion_streams_open"), m.get("go_goroutines")
+	res.stack, _ = strconv.ParseFloat(m["go_memstats_stack_inuse_bytes"], 64)
+	res.heap, _ = strconv.ParseFloat(m["go_memstats_heap_inuse_bytes"], 64)
 	res.endedEarly = early.Load()
 	release()
 	wg.Wait()
@@ -230,10 +235,21 @@ func (h *harness) openStreams(ctx context.Context, store, dbURL string) (streams
 	return res, nil
 }
 
+// metrics are values read from a Prometheus endpoint, by name.
+type metrics map[string]string
+
+// get is the named value, or "?" when it could not be read.
+func (m metrics) get(name string) string {
+	if v := m[name]; v != "" {
+		return v
+	}
+	return "?"
+}
+
 // scrape reads the values of the named unlabelled metrics from a
-// Prometheus endpoint; "?" for each it could not read.
-func scrape(url string, names ...string) (string, string) {
-	vals := map[string]string{}
+// Prometheus endpoint.
+func scrape(url string, names ...string) metrics {
+	vals := metrics{}
 	resp, err := http.Get(url)
 	if err == nil {
 		b, _ := io.ReadAll(resp.Body)
@@ -245,13 +261,7 @@ func scrape(url string, names ...string) (string, string) {
 			}
 		}
 	}
-	get := func(i int) string {
-		if i < len(names) && vals[names[i]] != "" {
-			return vals[names[i]]
-		}
-		return "?"
-	}
-	return get(0), get(1)
+	return vals
 }
 
 // shortErr keeps the end of a transport error, where its cause is.
@@ -267,15 +277,19 @@ func printStreams(w io.Writer, results []streamsResult, cfg config) {
 	fmt.Fprintf(w, "\n%d streams at once on the fake model, a token every %s, held %s; %d CPUs; %s\n\n",
 		cfg.streams, cfg.streamTokenDelay, cfg.hold, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tstreams\topen\terrors\tnot tried\tended early\theld open\topened in s\tttfe p50 ms\tttfe p99 ms\tidle MB\theld MB\tKiB/stream\tcpu held\tserver open\tgoroutines\t")
+	fmt.Fprintln(tw, "store\tstreams\topen\terrors\tnot tried\tended early\theld open\topened in s\tttfe p50 ms\tttfe p99 ms\tidle MB\theld MB\tKiB/stream\tstack KiB\theap KiB\tcpu held\tserver open\tgoroutines\t")
 	for _, r := range results {
-		per := "-"
+		per, stack, heap := "-", "-", "-"
 		if r.heldOpen > 0 && r.held > 0 {
 			per = fmt.Sprintf("%.1f", float64(r.held-r.idle)/float64(r.heldOpen)/1024)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t\n",
+		if r.heldOpen > 0 && r.stack > 0 {
+			stack = fmt.Sprintf("%.1f", r.stack/float64(r.heldOpen)/1024)
+			heap = fmt.Sprintf("%.1f", r.heap/float64(r.heldOpen)/1024)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t\n",
 			r.store, r.n, r.opened, r.launched-r.opened, r.n-r.launched, r.endedEarly, r.heldOpen, r.openTime.Seconds(),
-			ms(quantile(r.ttfe, 0.5)), ms(quantile(r.ttfe, 0.99)), mb(r.idle), mb(r.held), per, r.cpuHeld,
+			ms(quantile(r.ttfe, 0.5)), ms(quantile(r.ttfe, 0.99)), mb(r.idle), mb(r.held), per, stack, heap, r.cpuHeld,
 			r.serverOpen, r.goroutines)
 	}
 	tw.Flush()
@@ -294,6 +308,8 @@ open: streams whose first event arrived. errors: streams refused or broken befor
 not tried: streams never opened because more than -max-errors had failed.
 ended early: streams whose answer ended before all were open and held (raise -stream-token-delay).
 held open: streams open when memory was read. KiB/stream: (held - idle resident memory) / held open.
+stack KiB, heap KiB: the service's goroutine stacks and Go heap in use while they were held, per stream held open
+(go_memstats_stack_inuse_bytes, go_memstats_heap_inuse_bytes; the heap includes what the idle service holds).
 cpu held: cores the service used while holding them all (each stream gets a token every delay).
 server open, goroutines: the service's companion_streams_open and go_goroutines while they were held.
 `)
