@@ -41,6 +41,8 @@ type Store struct {
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
 	stThread, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
+	// The writer's savepoints (writer.go), one at a time, under one name.
+	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writer commits writes in groups (writer.go).
 	writes     chan *write
 	closing    chan struct{}
@@ -113,6 +115,9 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stThreadUsage, `INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
 		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
+		{&s.stSavepoint, `SAVEPOINT w`},
+		{&s.stRelease, `RELEASE w`},
+		{&s.stRollbackTo, `ROLLBACK TO w`},
 	} {
 		st, err := s.db.PrepareContext(ctx, p.q)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // SQLite writes one transaction at a time, and a commit costs far more
@@ -62,25 +61,38 @@ func (s *Store) commitGroup(group []*write) {
 		}
 		defer tx.Rollback()
 		ok := 0
+		if len(group) == 1 {
+			// Alone in its group, a write needs no savepoint: when it
+			// fails, the whole transaction is rolled back.
+			if results[0] = group[0].ctx.Err(); results[0] == nil {
+				if results[0] = group[0].fn(group[0].ctx, tx); results[0] == nil {
+					ok++
+				}
+			}
+		}
 		for i, w := range group {
+			if len(group) == 1 {
+				break
+			}
 			if err := w.ctx.Err(); err != nil {
 				results[i] = err
 				continue
 			}
-			sp := "w" + strconv.Itoa(i)
-			if _, err := tx.ExecContext(w.ctx, "SAVEPOINT "+sp); err != nil {
+			// Each savepoint is released before the next is taken, so
+			// they share one name (and prepared statements).
+			if _, err := tx.StmtContext(w.ctx, s.stSavepoint).ExecContext(w.ctx); err != nil {
 				results[i] = err
 				continue
 			}
 			if err := w.fn(w.ctx, tx); err != nil {
 				results[i] = err
-				if _, rerr := tx.ExecContext(context.Background(), "ROLLBACK TO "+sp); rerr != nil {
+				if _, rerr := tx.StmtContext(context.Background(), s.stRollbackTo).ExecContext(context.Background()); rerr != nil {
 					return fmt.Errorf("rolling back a failed write: %w", rerr)
 				}
 			} else {
 				ok++
 			}
-			if _, err := tx.ExecContext(context.Background(), "RELEASE "+sp); err != nil {
+			if _, err := tx.StmtContext(context.Background(), s.stRelease).ExecContext(context.Background()); err != nil {
 				return fmt.Errorf("releasing a savepoint: %w", err)
 			}
 		}
