@@ -40,7 +40,7 @@ type Store struct {
 	locks locks.Set
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
-	stThread, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
+	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writer commits writes in groups (writer.go).
@@ -104,6 +104,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		q    string
 	}{
 		{&s.stThread, `SELECT ` + threadCols + ` FROM threads WHERE id = ?`},
+		{&s.stThreadSeq, `SELECT ` + threadCols + `, last_seq FROM threads WHERE id = ?`},
 		{&s.stInsertThread, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&s.stTail, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`},
 		{&s.stKnown, `SELECT id FROM messages WHERE thread_id = ? AND id IN (SELECT value FROM json_each(?))`},
@@ -409,11 +410,117 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 
 func (t *turn) Thread(ctx context.Context) (memory.Thread, error) { return t.s.Thread(ctx, t.id) }
 
+// knownIDs returns which of ids thread threadID's messages have, with st
+// (stKnown, on the store or in a transaction).
+func knownIDs(ctx context.Context, st *sql.Stmt, threadID string, ids []string) (map[string]bool, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, threadID, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("looking up message ids: %w", err)
+	}
+	defer rows.Close()
+	known := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		known[id] = true
+	}
+	return known, rows.Err()
+}
+
+// errChanged is a thread that changed between a turn's reads and its write.
+var errChanged = errors.New("the thread changed while the turn read it")
+
+// Begin reads first, outside the writer, and gives the writer only the
+// writes: the writer is one goroutine for the whole store, so what it does
+// for a turn bounds how many turns a second the store takes. The turn holds
+// the thread, so nothing else in this process writes to it between the
+// reads and the write; the write checks that (the thread's last message
+// and owner are those read) and, when another process changed the file
+// meanwhile, Begin does it all again inside one transaction.
 func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
 	meta := th.Metadata
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
 	}
+	var lastSeq int64
+	cur, err := scanThreadSeq(t.s.stThreadSeq.QueryRowContext(ctx, t.id), &lastSeq)
+	exists := err == nil
+	switch {
+	case errors.Is(err, memory.ErrNotFound):
+		// As the insert below stores it.
+		cur = th
+		cur.Metadata = meta
+		cur.CreatedAt = time.UnixMicro(memory.Micro(th.CreatedAt).UnixMicro()).UTC()
+		cur.UpdatedAt = time.UnixMicro(memory.Micro(th.UpdatedAt).UnixMicro()).UTC()
+		cur.Bytes = 0
+	case err != nil:
+		return th, nil, err
+	}
+	var tail []memory.Message
+	if exists && n > 0 {
+		if tail, err = scanMessages(t.s.stTail.QueryContext(ctx, t.id, n)); err != nil {
+			return cur, nil, err
+		}
+		slices.Reverse(tail)
+	}
+	known := map[string]bool{}
+	if exists && len(ids) > 0 {
+		if known, err = knownIDs(ctx, t.s.stKnown, t.id, ids); err != nil {
+			return cur, nil, err
+		}
+	}
+	msgs, err := plan(cur, tail, known)
+	if err != nil {
+		return cur, nil, err
+	}
+	if exists && len(msgs) == 0 {
+		return cur, nil, nil
+	}
+	var out []memory.Message
+	err = t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		out = nil
+		if !exists {
+			res, err := tx.StmtContext(ctx, t.s.stInsertThread).ExecContext(ctx, t.id, th.ResourceID, th.Title, string(meta),
+				memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro())
+			if err != nil {
+				return fmt.Errorf("creating thread %q: %w", t.id, err)
+			}
+			if k, err := res.RowsAffected(); err != nil || k != 1 {
+				return errChanged // created meanwhile, by another process
+			}
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		var err error
+		out, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		switch {
+		case errors.Is(err, memory.ErrNotFound):
+			return errChanged // deleted meanwhile, by another process
+		case err != nil:
+			return err
+		case out[0].Seq-1 != lastSeq:
+			return errChanged // appended to meanwhile, by another process
+		}
+		return nil
+	})
+	if errors.Is(err, errChanged) {
+		return t.beginInOne(ctx, th, meta, n, ids, plan)
+	}
+	if err != nil {
+		return cur, nil, err
+	}
+	return cur, out, nil
+}
+
+// beginInOne is Begin in one transaction of the writer: reads and writes.
+func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMessage, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
 	cur := th
 	var out []memory.Message
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
@@ -435,21 +542,7 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		}
 		known := map[string]bool{}
 		if len(ids) > 0 {
-			list, _ := json.Marshal(ids)
-			rows, err := tx.StmtContext(ctx, t.s.stKnown).QueryContext(ctx, t.id, string(list))
-			if err != nil {
-				return fmt.Errorf("looking up message ids: %w", err)
-			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					rows.Close()
-					return err
-				}
-				known[id] = true
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
+			if known, err = knownIDs(ctx, tx.StmtContext(ctx, t.s.stKnown), t.id, ids); err != nil {
 				return err
 			}
 		}
@@ -590,11 +683,15 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanThread(r scanner) (memory.Thread, error) {
+func scanThread(r scanner) (memory.Thread, error) { return scanThreadSeq(r) }
+
+// scanThreadSeq reads a thread's columns, then those of more (its last
+// seq).
+func scanThreadSeq(r scanner, more ...any) (memory.Thread, error) {
 	var t memory.Thread
 	var meta string
 	var created, updated int64
-	err := r.Scan(&t.ID, &t.ResourceID, &t.Title, &meta, &created, &updated, &t.Bytes)
+	err := r.Scan(append([]any{&t.ID, &t.ResourceID, &t.Title, &meta, &created, &updated, &t.Bytes}, more...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return t, memory.ErrNotFound
 	}
