@@ -175,8 +175,9 @@ type row struct {
 	conns            int
 	st               stats
 	// idle and peak are the resident memory of the process under test,
-	// before any load and at its highest during the measurement.
-	idle, peak int64
+	// before any load and at its highest during the measurement; idleAnon
+	// the anonymous part of idle.
+	idle, peak, idleAnon int64
 	// cpu of the process under test, of the upstream behind it, and of the
 	// load generator, in cores (CPU seconds per second).
 	cpu, cpuUpstream, cpuLoad float64
@@ -185,7 +186,7 @@ type row struct {
 
 // measureRow measures t at conns connections; under is the process under
 // test, behind the upstream it calls (nil for none).
-func (h *harness) measureRow(ctx context.Context, system, endpoint string, t target, conns int, under, behind *proc, idle int64) row {
+func (h *harness) measureRow(ctx context.Context, system, endpoint string, t target, conns int, under, behind *proc, idle, idleAnon int64) row {
 	h.logf("measuring %s, %s, %d connection(s): %s warm-up, %s measured", system, endpoint, conns, h.cfg.warmup, h.cfg.duration)
 	var (
 		start             time.Time
@@ -241,7 +242,7 @@ func (h *harness) measureRow(ctx context.Context, system, endpoint string, t tar
 		}
 		return d.Seconds() / elapsed.Seconds()
 	}
-	r := row{system: system, endpoint: endpoint, conns: conns, st: st, idle: idle, peak: peak,
+	r := row{system: system, endpoint: endpoint, conns: conns, st: st, idle: idle, idleAnon: idleAnon, peak: peak,
 		cpu: cores(cpu1 - cpu0), cpuLoad: cores(self1 - self0)}
 	if behind != nil {
 		r.cpuUpstream = cores(up1 - up0)
@@ -285,8 +286,9 @@ func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
 
 	var rows []row
 	upIdle, _ := rss(up.cmd.Process.Pid)
+	upAnon, _ := anonRSS(up.cmd.Process.Pid)
 	for _, c := range h.cfg.conns {
-		rows = append(rows, h.measureRow(ctx, sysUpstream, "stream", upT, c, up, nil, upIdle))
+		rows = append(rows, h.measureRow(ctx, sysUpstream, "stream", upT, c, up, nil, upIdle, upAnon))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -344,6 +346,7 @@ func (h *harness) measureService(ctx context.Context, system, name string, env, 
 	// Idle memory is read before the first request, once start-up is over.
 	time.Sleep(time.Second)
 	idle, _ := rss(svc.cmd.Process.Pid)
+	idleAnon, _ := anonRSS(svc.cmd.Process.Pid)
 	if err := checkService(ctx, gen, str); err != nil {
 		return nil, fmt.Errorf("%s: %w\n%s", system, err, tail(svc.log))
 	}
@@ -353,7 +356,7 @@ func (h *harness) measureService(ctx context.Context, system, name string, env, 
 			name string
 			t    target
 		}{{"generate", gen}, {"stream", str}} {
-			rows = append(rows, h.measureRow(ctx, system, ep.name, ep.t, c, svc, behind, idle))
+			rows = append(rows, h.measureRow(ctx, system, ep.name, ep.t, c, svc, behind, idle, idleAnon))
 			if ctx.Err() != nil {
 				return rows, ctx.Err()
 			}

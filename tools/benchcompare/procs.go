@@ -182,13 +182,23 @@ func tail(path string) string {
 }
 
 // rss returns the resident memory of process pid in bytes (VmRSS).
-func rss(pid int) (int64, error) {
+func rss(pid int) (int64, error) { return statusKB(pid, "VmRSS:") }
+
+// anonRSS returns the anonymous part of process pid's resident memory
+// (RssAnon: heap, stacks), in bytes. The rest is mostly the mapped pages of
+// the binary itself, which vary by megabytes for the same binary with how
+// the kernel happens to cache its file (a binary the linker just wrote maps
+// larger pages than a copy of it).
+func anonRSS(pid int) (int64, error) { return statusKB(pid, "RssAnon:") }
+
+// statusKB reads a "NAME: 123 kB" field of /proc/<pid>/status, in bytes.
+func statusKB(pid int, name string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for line := range bytes.Lines(b) {
-		if v, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+		if v, ok := bytes.CutPrefix(line, []byte(name)); ok {
 			f := strings.Fields(string(v)) // "12345 kB"
 			if len(f) == 2 && f[1] == "kB" {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
@@ -196,7 +206,7 @@ func rss(pid int) (int64, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", name, pid)
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times: 100 on

@@ -50,7 +50,7 @@ func printTable(w io.Writer, rows []row, cfg config) {
 	fmt.Fprintf(w, "\n%s per measurement after %s of warm-up; %d tokens per answer; %d CPUs; %s\n\n",
 		cfg.duration, cfg.warmup, answerTokens, runtime.NumCPU(), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tendpoint\tconns\treq/s\tp50 ms\tp99 ms\tttfe p50\tttfe p99\terrors\tidle MB\tpeak MB\tcpu\tcpu ms/req\tcpu up\tcpu load\tratio\tadded p50/p99 ms\t")
+	fmt.Fprintln(tw, "system\tendpoint\tconns\treq/s\tp50 ms\tp99 ms\tttfe p50\tttfe p99\terrors\tidle MB\tanon MB\tpeak MB\tcpu\tcpu ms/req\tcpu up\tcpu load\tratio\tadded p50/p99 ms\t")
 	for _, r := range rows {
 		ttfe50, ttfe99 := "-", "-"
 		if len(r.st.ttfe) > 0 {
@@ -60,10 +60,10 @@ func printTable(w io.Writer, rows []row, cfg config) {
 		if rps := r.st.rps(); rps > 0 && r.cpu > 0 {
 			perReq = fmt.Sprintf("%.2f", r.cpu/rps*1000)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.system, r.endpoint, r.conns, r.st.rps(),
 			ms(quantile(r.st.lat, 0.5)), ms(quantile(r.st.lat, 0.99)), ttfe50, ttfe99,
-			r.st.errors(), mb(r.idle), mb(r.peak),
+			r.st.errors(), mb(r.idle), mb(r.idleAnon), mb(r.peak),
 			cores(r.cpu), perReq, cores(r.cpuUpstream), cores(r.cpuLoad), orDash(r.ratio), orDash(r.added))
 	}
 	tw.Flush()
@@ -73,6 +73,8 @@ system: "upstream alone" is the fake OpenAI-compatible upstream (streamed chat c
 (-model-base-url) on SQLite; "fake" the service on its in-process fake model, on SQLite or PostgreSQL.
 p50/p99: request to end of answer. ttfe: request to the first event of a stream.
 idle/peak MB: resident memory (VmRSS) of the process under test before any load and at its highest during the measurement.
+anon MB: the anonymous part of idle (RssAnon: heap, stacks); the rest is mostly the binary's own mapped pages, which vary
+by megabytes for the same binary with how the kernel caches its file.
 cpu, cpu up, cpu load: cores used by the process under test, by the upstream behind it, and by this load generator.
 cpu ms/req: CPU time of the process under test per answer; steadier than req/s on a busy machine.
 ratio: throughput against the upstream alone at the same connections, or PostgreSQL against SQLite.
@@ -136,7 +138,7 @@ func printTargets(w io.Writer, rows []row) {
 	}
 	for _, sys := range []string{sysFakeSQLite, sysFakePG} {
 		if r := find(sys, "generate", 1); r != nil && r.idle > 0 {
-			lines = append(lines, fmt.Sprintf("idle resident memory < 40 MB, %s: %s MB %s", sys, mb(r.idle), verdict(r.idle < 40e6)))
+			lines = append(lines, fmt.Sprintf("idle resident memory < 40 MB, %s: %s MB (%s MB anonymous) %s", sys, mb(r.idle), mb(r.idleAnon), verdict(r.idle < 40e6)))
 		}
 	}
 	if len(lines) == 0 {
