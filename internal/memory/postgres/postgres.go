@@ -232,16 +232,21 @@ func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
 // trip.
 func addUsage(ctx context.Context, tx pgx.Tx, u memory.Usage) error {
 	var b pgx.Batch
+	queueUsage(&b, u)
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return fmt.Errorf("counting usage: %w", err)
+	}
+	return nil
+}
+
+// queueUsage queues onto b the two statements that count u (two results).
+func queueUsage(b *pgx.Batch, u memory.Usage) {
 	b.Queue(`INSERT INTO usage (resource_id, day, tokens, cost) VALUES ($1, $2::date, $3, $4)
 		ON CONFLICT (resource_id, day) DO UPDATE SET tokens = usage.tokens + excluded.tokens, cost = usage.cost + excluded.cost`,
 		u.ResourceID, u.Day, u.Tokens, u.Cost)
 	b.Queue(`INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES ($1, $2::date, $3, $4, $5)
 		ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = thread_usage.tokens + excluded.tokens, cost = thread_usage.cost + excluded.cost`,
 		u.ResourceID, u.Day, u.ThreadID, u.Tokens, u.Cost)
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return fmt.Errorf("counting usage: %w", err)
-	}
-	return nil
 }
 
 const threadCols = `id, resource_id, title, metadata, created_at, updated_at, bytes`
@@ -413,12 +418,20 @@ func (t *turn) Unlock() {
 	})
 }
 
-// release checks, inside a transaction, that the turn's lease is its own,
-// and drops it when the transaction commits: Answer, a turn's last write,
-// saves the commit and the round trip of a separate delete.
-func (t *turn) release(ctx context.Context, tx pgx.Tx) error {
+// The statements that check, inside a transaction, that the turn's lease
+// is its own: holdsSQL keeps it so until the transaction ends; releaseSQL
+// drops it when the transaction commits (Answer, a turn's last write, saves
+// the commit and the round trip of a separate delete). Each returns one row
+// when the lease is the turn's, none when it was lost.
+const (
+	holdsSQL   = `SELECT 1 FROM thread_leases WHERE thread_id = $1 AND owner = $2 FOR UPDATE`
+	releaseSQL = `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2 RETURNING 1`
+)
+
+// leaseResult reads the result of holdsSQL or releaseSQL.
+func (t *turn) leaseResult(row pgx.Row) error {
 	var one int
-	err := tx.QueryRow(ctx, `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2 RETURNING 1`, t.id, t.owner).Scan(&one)
+	err := row.Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("thread %q: %w", t.id, errLeaseLost)
 	}
@@ -428,12 +441,7 @@ func (t *turn) release(ctx context.Context, tx pgx.Tx) error {
 // holds checks, inside a transaction, that the turn's lease is its own,
 // and keeps it so until the transaction ends.
 func (t *turn) holds(ctx context.Context, tx pgx.Tx) error {
-	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM thread_leases WHERE thread_id = $1 AND owner = $2 FOR UPDATE`, t.id, t.owner).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("thread %q: %w", t.id, errLeaseLost)
-	}
-	return err
+	return t.leaseResult(tx.QueryRow(ctx, holdsSQL, t.id, t.owner))
 }
 
 func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error) {
@@ -457,11 +465,9 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	cur := th
 	var out []memory.Message
 	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		if err := t.holds(ctx, tx); err != nil {
-			return err
-		}
-		// The reads go in one round trip.
+		// The lease's check and the reads go in one round trip.
 		var b pgx.Batch
+		b.Queue(holdsSQL, t.id, t.owner)
 		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
 			t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt))
@@ -469,6 +475,10 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		b.Queue(`SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, max(n, 0))
 		b.Queue(`SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
 		br := tx.SendBatch(ctx, &b)
+		if err := t.leaseResult(br.QueryRow()); err != nil {
+			br.Close()
+			return err
+		}
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return fmt.Errorf("creating thread %q: %w", t.id, err)
@@ -573,19 +583,39 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
 	var answered, stored []memory.Message
 	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		if err := t.release(ctx, tx); err != nil {
+		// One round trip between BEGIN and COMMIT: the lease's check (and
+		// drop), the answered marks, the reply, the usage.
+		var b pgx.Batch
+		b.Queue(releaseSQL, t.id, t.owner)
+		b.Queue(`UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
+		readAppend := queueAppend(&b, t.id, []memory.Message{reply})
+		counted := u.Tokens > 0 || u.Cost > 0
+		if counted {
+			queueUsage(&b, u)
+		}
+		br := tx.SendBatch(ctx, &b)
+		defer br.Close()
+		if err := t.leaseResult(br.QueryRow()); err != nil {
 			return err
 		}
-		var err error
-		answered, err = queryMessages(ctx, tx, `UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
+		rows, err := br.Query()
 		if err != nil {
 			return fmt.Errorf("marking messages answered: %w", err)
 		}
-		stored, err = appendTx(ctx, tx, t.id, []memory.Message{reply})
-		if err != nil || (u.Tokens <= 0 && u.Cost <= 0) {
+		if answered, err = collectMessages(rows); err != nil {
+			return fmt.Errorf("marking messages answered: %w", err)
+		}
+		if stored, err = readAppend(br); err != nil {
 			return err
 		}
-		return addUsage(ctx, tx, u)
+		if counted {
+			for range 2 {
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("counting usage: %w", err)
+				}
+			}
+		}
+		return br.Close()
 	})
 	if err != nil {
 		return nil, memory.Message{}, err
@@ -605,16 +635,61 @@ func (t *turn) Delete(ctx context.Context) error {
 // copyThreshold is the batch size from which COPY beats one INSERT per row.
 const copyThreshold = 64
 
-// appendTx numbers msgs after the thread's last message and inserts them.
+// appendTx numbers msgs after the thread's last message and inserts them:
+// one round trip, or two with COPY for many messages.
 func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
-	var latest time.Time
-	var size int64
-	for _, m := range msgs {
-		if m.CreatedAt.After(latest) {
-			latest = m.CreatedAt
-		}
-		size += m.Size()
+	if len(msgs) >= copyThreshold {
+		return copyMessages(ctx, tx, threadID, msgs)
 	}
+	var b pgx.Batch
+	read := queueAppend(&b, threadID, msgs)
+	br := tx.SendBatch(ctx, &b)
+	defer br.Close()
+	out, err := read(br)
+	if err != nil {
+		return nil, err
+	}
+	return out, br.Close()
+}
+
+var messageInsertCols = []string{"thread_id", "seq", "id", "role", "text", "model", "pending", "run_id", "created_at"}
+
+// queueAppend queues onto b the statements that number msgs after the
+// thread's last message and insert them; read reads their results from the
+// batch's, in the order queued. Each message's seq is computed by the
+// server from the thread's new last_seq, so the inserts need not wait for
+// the numbering's answer.
+func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read func(br pgx.BatchResults) ([]memory.Message, error)) {
+	latest, size := extent(msgs)
+	b.Queue(`UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,
+		len(msgs), memory.Micro(latest), threadID, size)
+	for i, m := range msgs {
+		b.Queue(`INSERT INTO messages (`+strings.Join(messageInsertCols, ", ")+`)
+			VALUES ($1, (SELECT last_seq FROM threads WHERE id = $1) - $9, $2, $3, $4, $5::json, $6, $7, $8)`,
+			threadID, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, memory.Micro(m.CreatedAt), int64(len(msgs)-1-i))
+	}
+	return func(br pgx.BatchResults) ([]memory.Message, error) {
+		var last int64
+		err := br.QueryRow().Scan(&last)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("numbering messages: %w", err)
+		}
+		out := numbered(msgs, last)
+		for _, m := range out {
+			if _, err := br.Exec(); err != nil {
+				return nil, fmt.Errorf("storing message %q: %w", m.ID, err)
+			}
+		}
+		return out, nil
+	}
+}
+
+// copyMessages is appendTx for many messages: numbered, then copied in.
+func copyMessages(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+	latest, size := extent(msgs)
 	var last int64
 	err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,
 		len(msgs), memory.Micro(latest), threadID, size).Scan(&last)
@@ -624,30 +699,40 @@ func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Mes
 	if err != nil {
 		return nil, fmt.Errorf("numbering messages: %w", err)
 	}
+	out := numbered(msgs, last)
+	rows := make([][]any, len(out))
+	for i, m := range out {
+		rows[i] = []any{threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"messages"}, messageInsertCols, pgx.CopyFromRows(rows)); err != nil {
+		return nil, fmt.Errorf("storing messages: %w", err)
+	}
+	return out, nil
+}
+
+// extent is the latest creation time of msgs and the bytes they take.
+func extent(msgs []memory.Message) (time.Time, int64) {
+	var latest time.Time
+	var size int64
+	for _, m := range msgs {
+		if m.CreatedAt.After(latest) {
+			latest = m.CreatedAt
+		}
+		size += m.Size()
+	}
+	return latest, size
+}
+
+// numbered is msgs numbered up to last, as stored.
+func numbered(msgs []memory.Message, last int64) []memory.Message {
 	out := make([]memory.Message, len(msgs))
-	rows := make([][]any, len(msgs))
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
 		m.CreatedAt = memory.Micro(m.CreatedAt)
-		rows[i] = []any{threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt}
 		out[i] = m
 	}
-	cols := []string{"thread_id", "seq", "id", "role", "text", "model", "pending", "run_id", "created_at"}
-	if len(rows) >= copyThreshold {
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"messages"}, cols, pgx.CopyFromRows(rows)); err != nil {
-			return nil, fmt.Errorf("storing messages: %w", err)
-		}
-		return out, nil
-	}
-	var b pgx.Batch
-	for _, r := range rows {
-		b.Queue(`INSERT INTO messages (`+strings.Join(cols, ", ")+`) VALUES ($1, $2, $3, $4, $5, $6::json, $7, $8, $9)`, r...)
-	}
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
-		return nil, fmt.Errorf("storing messages: %w", err)
-	}
-	return out, nil
+	return out
 }
 
 func scanThread(r pgx.Row) (memory.Thread, error) {
