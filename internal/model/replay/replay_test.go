@@ -139,8 +139,10 @@ func TestReplayByteForByte(t *testing.T) {
 		if !bytes.Equal(recorded[i].data, replayed[i].data) {
 			t.Errorf("read %d: %q, recorded %q", i, replayed[i].data, recorded[i].data)
 		}
-		// Never early; late by no more than a scheduler's hiccup.
-		if d := replayed[i].at - recorded[i].at; d < -10*time.Millisecond || d > 40*time.Millisecond {
+		// About the recorded time, either way by no more than a
+		// scheduler's hiccup: the recorded times are when the recording's
+		// own client read, and a hiccup then makes the replay look early.
+		if d := replayed[i].at - recorded[i].at; d < -25*time.Millisecond || d > 40*time.Millisecond {
 			t.Errorf("read %d came at %v, recorded at %v", i, replayed[i].at, recorded[i].at)
 		}
 	}
@@ -153,8 +155,10 @@ func TestReplayByteForByte(t *testing.T) {
 	if err != nil || !bytes.Equal(joined(fast), joined(recorded)) {
 		t.Fatalf("fast replay: %v", err)
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("a fast replay took %v", d)
+	// Against the recording's own length, measured in this run: a busy
+	// machine slows both.
+	if d, last := time.Since(start), recorded[len(recorded)-1].at; d > last/2 {
+		t.Errorf("a fast replay took %v, the recording %v", d, last)
 	}
 }
 
