@@ -909,3 +909,30 @@ func jsonEqual(a, b json.RawMessage) bool {
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
 }
+
+// CheckUpgradedFromVersion1 checks a store opened on a database written by
+// schema version 1 with the same rows in each store's test: thread "t"
+// with a user message "héllo" and a reply "Hi", and thread "empty". After
+// the upgrade a message counts its text and model messages, and the user's
+// became one model message of its role and text.
+func CheckUpgradedFromVersion1(t testing.TB, s memory.Store) {
+	t.Helper()
+	ctx := context.Background()
+	msgs, _, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("messages after the upgrade: %+v, %v", msgs, err)
+	}
+	if ms, err := msgs[0].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != "héllo" {
+		t.Fatalf("the user's message reads as %+v, %v", ms, err)
+	}
+	if ms, err := msgs[1].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Content != "Hi" {
+		t.Fatalf("the reply reads as %+v, %v", ms, err)
+	}
+	want := msgs[0].Size() + msgs[1].Size()
+	for id, w := range map[string]int64{"t": want, "empty": 0} {
+		th, err := s.Thread(ctx, id)
+		if err != nil || th.Bytes != w {
+			t.Errorf("thread %s stores %d bytes (%v), want %d", id, th.Bytes, err, w)
+		}
+	}
+}

@@ -150,25 +150,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// After the upgrade a message counts its text and model messages; the
-	// user's became one model message of its role and text.
-	msgs, _, err := s.Messages(ctx, "t", 0, 10)
-	if err != nil || len(msgs) != 2 {
-		t.Fatalf("messages after the upgrade: %+v, %v", msgs, err)
-	}
-	if ms, err := msgs[0].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Role != "user" || ms[0].Content != "héllo" {
-		t.Fatalf("the user's message reads as %+v, %v", ms, err)
-	}
-	if ms, err := msgs[1].ModelMessages(); err != nil || len(ms) != 1 || ms[0].Content != "Hi" {
-		t.Fatalf("the reply reads as %+v, %v", ms, err)
-	}
-	want := msgs[0].Size() + msgs[1].Size()
-	for id, w := range map[string]int64{"t": want, "empty": 0} {
-		th, err := s.Thread(ctx, id)
-		if err != nil || th.Bytes != w {
-			t.Errorf("thread %s stores %d bytes (%v), want %d", id, th.Bytes, err, w)
-		}
-	}
+	memorytest.CheckUpgradedFromVersion1(t, s)
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
