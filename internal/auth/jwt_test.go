@@ -27,6 +27,7 @@ import (
 
 	"github.com/companionhq/companion/internal/auth"
 	"github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit/fakeclock"
 )
 
 const (
@@ -34,25 +35,8 @@ const (
 	audience = "companion"
 )
 
-// clock is a fixed time that a test moves by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock is a fake clock at a fixed time.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)) }
 
 // signer is a signing key as an identity provider holds it.
 type signer struct {
@@ -112,7 +96,7 @@ func (s signer) sign(t *testing.T, claims jwt.MapClaims) string {
 
 // claims are valid claims for alice at c's time, changed by edits (a nil
 // value deletes the claim).
-func claims(c *clock, edits jwt.MapClaims) jwt.MapClaims {
+func claims(c *fakeclock.Clock, edits jwt.MapClaims) jwt.MapClaims {
 	now := c.Now()
 	m := jwt.MapClaims{
 		"sub": "alice",
@@ -197,7 +181,7 @@ func (p *idp) setDown(down bool) {
 }
 
 // jwtConfig is a Config for tokens from p, checked at c's time.
-func jwtConfig(p *idp, c *clock) auth.Config {
+func jwtConfig(p *idp, c *fakeclock.Clock) auth.Config {
 	return auth.Config{
 		JWKSURL:  p.srv.URL + "/.well-known/jwks.json",
 		Issuer:   issuer,

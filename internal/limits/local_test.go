@@ -9,27 +9,11 @@ import (
 
 	"github.com/companionhq/companion/internal/limits"
 	_ "github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit/fakeclock"
 )
 
-// clock is a fake clock that moves only when told to.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock is a fake clock at a fixed time.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 // allow calls l.Allow and fails the test on an error.
 func allow(t *testing.T, l limits.Limiter, key string) limits.Decision {

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/companionhq/companion/internal/runlog"
+	"github.com/companionhq/companion/internal/testkit/fakeclock"
 )
 
 func TestMemory(t *testing.T) {
@@ -19,25 +19,8 @@ func TestMemory(t *testing.T) {
 	})
 }
 
-// clock is a fake clock tests move by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+// newClock is a fake clock at a fixed time.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 func TestMemoryRetention(t *testing.T) {
 	c := newClock()
