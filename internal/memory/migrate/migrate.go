@@ -4,6 +4,7 @@
 package migrate
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -17,6 +18,24 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+}
+
+// Current checks that a database's schema, at version (as read with
+// readVersion), is the latest of the migrations of dir in fsys: what this
+// build expects.
+func Current(ctx context.Context, fsys fs.FS, dir string, readVersion func(context.Context) (int, error)) error {
+	all, err := Load(fsys, dir)
+	if err != nil {
+		return err
+	}
+	v, err := readVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if v != len(all) {
+		return fmt.Errorf("the schema is at version %d, this build expects %d", v, len(all))
+	}
+	return nil
 }
 
 // Load reads the *.sql files of dir in fsys, in version order.

@@ -1,6 +1,9 @@
 package migrate_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -43,6 +46,33 @@ func TestLoad(t *testing.T) {
 			}
 			if strings.Join(s, " ") != tc.want || got[0].SQL != "SELECT 1;" {
 				t.Fatalf("got %v, want %s", s, tc.want)
+			}
+		})
+	}
+}
+
+// TestCurrent: a schema is current at the number of migrations, and a
+// version it cannot read, or another version, is an error that says so.
+func TestCurrent(t *testing.T) {
+	fsys := fstest.MapFS{
+		"m/0001_a.sql": &fstest.MapFile{Data: []byte("SELECT 1;")},
+		"m/0002_b.sql": &fstest.MapFile{Data: []byte("SELECT 1;")},
+	}
+	for _, tc := range []struct {
+		name    string
+		version int
+		readErr error
+		want    string // "" for no error
+	}{
+		{"current", 2, nil, ""},
+		{"behind", 1, nil, "the schema is at version 1, this build expects 2"},
+		{"ahead", 3, nil, "the schema is at version 3, this build expects 2"},
+		{"unreadable", 0, errors.New("no table"), "reading the schema version: no table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := migrate.Current(context.Background(), fsys, "m", func(context.Context) (int, error) { return tc.version, tc.readErr })
+			if got := fmt.Sprint(err); (tc.want == "" && err != nil) || (tc.want != "" && got != tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
 			}
 		})
 	}
