@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit"
 	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
@@ -242,17 +242,6 @@ func setting(t *testing.T, env map[string]string, flag string) string {
 	return f.def
 }
 
-// freeAddr is a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // runWith starts the service built from this tree with a deployment's
 // arguments and environment. Only what points outside the test is
 // replaced: the listen addresses by free loopback ones, the database by a
@@ -279,11 +268,11 @@ func runWith(t *testing.T, args []string, env map[string]string, files map[strin
 			}
 		}
 	}
-	apiAddr := freeAddr(t)
+	apiAddr := testkit.FreeAddr(t)
 	run["COMPANION_ADDR"] = apiAddr
 	metricsAddr := apiAddr
 	if _, ok := run["COMPANION_METRICS_ADDR"]; ok {
-		metricsAddr = freeAddr(t)
+		metricsAddr = testkit.FreeAddr(t)
 		run["COMPANION_METRICS_ADDR"] = metricsAddr
 	}
 	run["COMPANION_DATABASE_URL"] = "sqlite://" + filepath.Join(dir, "companion.db")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -65,17 +64,6 @@ func TestPromtool(t *testing.T) {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-}
-
-// freeAddr is a loopback address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // promAPI queries a Prometheus server's HTTP API.
@@ -271,7 +259,7 @@ scrape_configs:
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	var logs testkit.Buffer
 	cmd := exec.CommandContext(ctx, prometheus, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")

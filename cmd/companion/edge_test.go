@@ -3,23 +3,19 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // TestMetricsListener: with -metrics-addr, /metrics is served there and not
 // on the API's listener.
 func TestMetricsListener(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	maddr := ln.Addr().String()
-	ln.Close()
+	maddr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	url, done, logs := started(t, ctx, nil, "-metrics-addr", maddr)
 	defer func() { cancel(); <-done }()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/limits/redistest"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // changes records the calls of a Fallback's OnChange.
@@ -63,7 +64,7 @@ func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 func TestFallbackAnswersLocallyWhileRedisIsDown(t *testing.T) {
 	// The client's defaults: it retries, and ignores context deadlines.
-	client := redis.NewClient(&redis.Options{Addr: closedAddr(t)})
+	client := redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t)})
 	t.Cleanup(func() { client.Close() })
 	var sent commands
 	client.AddHook(&sent)
@@ -119,7 +120,7 @@ func TestFallbackAnswersLocallyWhileRedisIsDown(t *testing.T) {
 }
 
 func TestFallbackReportsAChangeOnceUnderLoad(t *testing.T) {
-	client := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+	client := redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { client.Close() })
 	var got changes
 	f := limits.NewFallback(limits.NewRedis(client, 1000, "p:"), limits.NewLocal(1000), limits.FallbackOptions{OnChange: got.record})
@@ -139,7 +140,7 @@ func TestFallbackReportsAChangeOnceUnderLoad(t *testing.T) {
 }
 
 func TestFallbackErrsOnlyForAnEndedContext(t *testing.T) {
-	client := redis.NewClient(&redis.Options{Addr: closedAddr(t)})
+	client := redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t)})
 	t.Cleanup(func() { client.Close() })
 	var got changes
 	f := limits.NewFallback(limits.NewRedis(client, 3, "p:"), limits.NewLocal(3), limits.FallbackOptions{OnChange: got.record})

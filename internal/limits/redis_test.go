@@ -2,7 +2,6 @@ package limits_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/limits/redistest"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 func TestRedisBurst(t *testing.T) {
@@ -76,7 +76,7 @@ func TestRedisKeyLayout(t *testing.T) {
 
 func TestRedisUnlimitedNeverAsksRedis(t *testing.T) {
 	for _, n := range []int{0, -3} {
-		l := limits.NewRedis(redis.NewClient(&redis.Options{Addr: closedAddr(t)}), n, "p:")
+		l := limits.NewRedis(redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t)}), n, "p:")
 		if d := allow(t, l, "k"); d != (limits.Decision{Allowed: true}) {
 			t.Fatalf("NewRedis(%d): %+v, want allowed without a limit", n, d)
 		}
@@ -84,24 +84,12 @@ func TestRedisUnlimitedNeverAsksRedis(t *testing.T) {
 }
 
 func TestRedisUnreachable(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t), MaxRetries: -1})
 	defer c.Close()
 	d, err := limits.NewRedis(c, 10, "p:").Allow(context.Background(), "k")
 	if err == nil || !strings.HasPrefix(err.Error(), "redis rate limit: ") {
 		t.Fatalf("Allow with Redis down: %+v, %v; want an error", d, err)
 	}
-}
-
-// closedAddr returns an address on which nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func TestParseRedisURL(t *testing.T) {

@@ -2,7 +2,6 @@ package runlog_test
 
 import (
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/companionhq/companion/internal/limits/redistest"
 	"github.com/companionhq/companion/internal/runlog"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // errs collects the errors a Redis log reports to OnError.
@@ -161,20 +161,8 @@ func TestRedisRunWithoutEntries(t *testing.T) {
 	}
 }
 
-// closedAddr returns an address on which nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
-
 func TestRedisUnreachable(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	var seen errs
 	l := newRedis(t, c, nil, runlog.RedisOptions{OnError: seen.record, Timeout: 200 * time.Millisecond})

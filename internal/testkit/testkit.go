@@ -8,10 +8,14 @@ package testkit
 import (
 	"bytes"
 	"flag"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
 // update is registered once per test binary; flag state is how `go test`
@@ -93,4 +97,15 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// FreeAddr is a loopback host:port nothing listens on (a moment ago; see
+// throwaway.FreePort).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	port, err := throwaway.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }

@@ -37,17 +37,7 @@ func Start(t testing.TB, configure func(*app.Config)) *Service {
 // StartLogged is Start with the service logging to log.
 func StartLogged(t testing.TB, log *slog.Logger, configure func(*app.Config)) *Service {
 	t.Helper()
-	om := openmeteo.New()
-	omSrv := httptest.NewServer(om)
-	t.Cleanup(omSrv.Close)
-
-	cfg := app.Defaults()
-	cfg.WeatherGeocodingURL = omSrv.URL
-	cfg.WeatherForecastURL = omSrv.URL
-	cfg.DatabaseURL = SQLiteURL(t)
-	if configure != nil {
-		configure(&cfg)
-	}
+	cfg, om := config(t, configure)
 	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatalf("building the app: %v", err)
@@ -56,6 +46,22 @@ func StartLogged(t testing.TB, log *slog.Logger, configure func(*app.Config)) *S
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	return &Service{URL: srv.URL, App: a, OpenMeteo: om}
+}
+
+// config is the defaults with the weather tool on a fake Open-Meteo that
+// runs until the test ends and a fresh SQLite database, then configure.
+func config(t testing.TB, configure func(*app.Config)) (app.Config, *openmeteo.Server) {
+	om := openmeteo.New()
+	omSrv := httptest.NewServer(om)
+	t.Cleanup(omSrv.Close)
+	cfg := app.Defaults()
+	cfg.WeatherGeocodingURL = omSrv.URL
+	cfg.WeatherForecastURL = omSrv.URL
+	cfg.DatabaseURL = SQLiteURL(t)
+	if configure != nil {
+		configure(&cfg)
+	}
+	return cfg, om
 }
 
 // Serving is a service run by App.Serve on a real listener, as the command
@@ -73,17 +79,12 @@ type Serving struct {
 // Serve runs the service with App.Serve until the test ends (or Stop).
 func Serve(t testing.TB, log *slog.Logger, configure func(*app.Config)) *Serving {
 	t.Helper()
-	om := openmeteo.New()
-	omSrv := httptest.NewServer(om)
-	t.Cleanup(omSrv.Close)
-	cfg := app.Defaults()
-	cfg.WeatherGeocodingURL = omSrv.URL
-	cfg.WeatherForecastURL = omSrv.URL
-	cfg.DatabaseURL = SQLiteURL(t)
-	cfg.ShutdownGrace = 2 * time.Second
-	if configure != nil {
-		configure(&cfg)
-	}
+	cfg, om := config(t, func(c *app.Config) {
+		c.ShutdownGrace = 2 * time.Second
+		if configure != nil {
+			configure(c)
+		}
+	})
 	a, err := app.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatalf("building the app: %v", err)

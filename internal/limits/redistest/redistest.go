@@ -146,12 +146,10 @@ func StartServer(t testing.TB) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		unavailable(t, "redis-server is not on PATH to run a private server", remedy)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := throwaway.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	s := &Server{t: t, dir: t.TempDir(), port: port}
 	t.Cleanup(s.Stop)
 	s.Start()
