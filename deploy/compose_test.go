@@ -11,7 +11,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // loadCompose loads compose.yaml as `docker compose` would: the compose
@@ -81,19 +82,6 @@ func inContainer(t *testing.T, s types.ServiceConfig, path string) string {
 		}
 	}
 	return ""
-}
-
-func readYAMLFile(t *testing.T, path string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return m
 }
 
 // dig walks nested maps and lists along keys (list indexes as numbers).
@@ -207,7 +195,7 @@ func TestComposeService(t *testing.T) {
 	if !strings.Contains(strings.Join(col.Command, " "), "/etc/otelcol-contrib/config.yaml") || colConfig == "" {
 		t.Fatalf("the collector does not run observability/otel/collector.yaml: command %v, mounts %v", col.Command, mounts(t, col))
 	}
-	c := readYAMLFile(t, colConfig)
+	c := testkit.ReadYAML(t, colConfig)
 	if recv, _ := dig(c, "receivers", "otlp", "protocols", "http", "endpoint").(string); port(t, recv) != otlpPort {
 		t.Errorf("the service sends OTLP to port %d, the collector receives HTTP on %s", otlpPort, recv)
 	}
@@ -239,7 +227,7 @@ func TestComposePrometheusAndGrafana(t *testing.T) {
 	if config == "" {
 		t.Fatalf("Prometheus's --config.file %q is not mounted", configPath)
 	}
-	cfg := readYAMLFile(t, config)
+	cfg := testkit.ReadYAML(t, config)
 	rules, _ := cfg["rule_files"].([]any)
 	if len(rules) == 0 {
 		t.Error("no rule_files: the alert rules are not loaded")
@@ -267,7 +255,7 @@ func TestComposePrometheusAndGrafana(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dsDir, "*.yaml"))
 	kinds := map[string]bool{}
 	for _, f := range files {
-		list, _ := dig(readYAMLFile(t, f), "datasources").([]any)
+		list, _ := dig(testkit.ReadYAML(t, f), "datasources").([]any)
 		for _, ds := range list {
 			kind, _ := dig(ds, "type").(string)
 			kinds[kind] = true
@@ -289,7 +277,7 @@ func TestComposePrometheusAndGrafana(t *testing.T) {
 	if provider == "" {
 		t.Fatal("the dashboard provisioning is not mounted")
 	}
-	dashDir, _ := dig(readYAMLFile(t, provider), "providers", "0", "options", "path").(string)
+	dashDir, _ := dig(testkit.ReadYAML(t, provider), "providers", "0", "options", "path").(string)
 	if host := inContainer(t, graf, filepath.Join(dashDir, "companion.json")); host == "" {
 		t.Errorf("the dashboard is not mounted under %s", dashDir)
 	}

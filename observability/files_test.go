@@ -15,11 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/telemetry"
-	_ "github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 const dashboardPath = "grafana/dashboards/companion.json"
@@ -186,19 +184,6 @@ func TestDashboardCoversEveryMetric(t *testing.T) {
 	}
 }
 
-func readYAML(t *testing.T, path string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := yaml.Unmarshal(b, &m); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	return m
-}
-
 // get walks m along keys; a missing key gives nil.
 func get(m any, keys ...string) any {
 	for _, k := range keys {
@@ -212,12 +197,12 @@ func get(m any, keys ...string) any {
 }
 
 func TestGrafanaProvisioning(t *testing.T) {
-	ds := readYAML(t, "grafana/provisioning/datasources/prometheus.yaml")
+	ds := testkit.ReadYAML(t, "grafana/provisioning/datasources/prometheus.yaml")
 	list, _ := ds["datasources"].([]any)
 	if ds["apiVersion"] != 1 || len(list) != 1 || get(list[0], "type") != "prometheus" || get(list[0], "uid") == nil || get(list[0], "url") == nil {
 		t.Fatalf("datasources: %v", ds)
 	}
-	dp := readYAML(t, "grafana/provisioning/dashboards/companion.yaml")
+	dp := testkit.ReadYAML(t, "grafana/provisioning/dashboards/companion.yaml")
 	providers, _ := dp["providers"].([]any)
 	if dp["apiVersion"] != 1 || len(providers) != 1 || get(providers[0], "type") != "file" || get(providers[0], "options", "path") == nil {
 		t.Fatalf("dashboard providers: %v", dp)
@@ -228,7 +213,7 @@ func TestGrafanaProvisioning(t *testing.T) {
 // collector would at start: OTLP in over gRPC and HTTP, a traces pipeline,
 // and every component a pipeline names is defined.
 func TestCollectorConfig(t *testing.T) {
-	c := readYAML(t, "otel/collector.yaml")
+	c := testkit.ReadYAML(t, "otel/collector.yaml")
 	for _, proto := range []string{"grpc", "http"} {
 		if get(c, "receivers", "otlp", "protocols", proto, "endpoint") == nil {
 			t.Errorf("the otlp receiver does not listen on %s", proto)
@@ -271,7 +256,7 @@ func TestCollectorConfig(t *testing.T) {
 // TestTracesLink: the dashboard links to Grafana's Explore on the
 // provisioned trace data source, searching the service's traces.
 func TestTracesLink(t *testing.T) {
-	ds := readYAML(t, "grafana/provisioning/datasources/jaeger.yaml")
+	ds := testkit.ReadYAML(t, "grafana/provisioning/datasources/jaeger.yaml")
 	list, _ := ds["datasources"].([]any)
 	if ds["apiVersion"] != 1 || len(list) != 1 || get(list[0], "type") != "jaeger" || get(list[0], "url") == nil {
 		t.Fatalf("trace datasources: %v", ds)

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
@@ -108,4 +110,19 @@ func FreeAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// ReadYAML reads the YAML file at path as a map, failing the test when it
+// cannot.
+func ReadYAML(t testing.TB, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
 }
