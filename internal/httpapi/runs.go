@@ -278,7 +278,10 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 
 	var held []heldRecord
 	committed := !fresh
-	for entry, err := range s.runs.log.Follow(r.Context(), runID, after) {
+	// From the start even when resuming: the records up to after go to the
+	// dialect unwritten, so that one keeping state across records (an open
+	// text block) goes on as if the stream had never broken.
+	for entry, err := range s.runs.log.Follow(r.Context(), runID, 0) {
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.LogAttrs(r.Context(), slog.LevelWarn, "following a run failed", slog.String("run_id", runID), errAttr(err))
@@ -296,6 +299,10 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 		}
 		if rec.Finished != nil {
 			ended = true
+		}
+		if entry.Seq <= after {
+			ew.skip(&rec)
+			continue
 		}
 		if !committed {
 			switch {

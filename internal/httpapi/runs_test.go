@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,5 +292,63 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 	evs := events(t, append(first, readAll(next)...))
 	if n := len(evs); evs[n-2].Error == nil || evs[n-2].Error.Code != api.CodeCancelled {
 		t.Fatalf("the run cancelled from the other instance ended with %v", apitest.Types(evs))
+	}
+}
+
+// TestResumeInEachDialect: a stream in a dialect that keeps state across
+// records (an open text block, the step's messages) resumes as if it had
+// never broken. In ai-sdk, the frames before a drop and after the resume
+// are the frames of the whole run read at once. Mastra's frames carry no
+// ids; resumed after record 8 (as a seed or ai-sdk stream of the run
+// would name it), its frames are the end of the whole run's.
+func TestResumeInEachDialect(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 10 * time.Millisecond })
+	data := func(fs []frame) []string {
+		var out []string
+		for _, f := range fs {
+			out = append(out, f.data)
+		}
+		return out
+	}
+	for _, format := range []string{"ai-sdk", "mastra"} {
+		t.Run(format, func(t *testing.T) {
+			h := http.Header{"X-Stream-Format": {format}}
+			body := strings.Replace(slowStory, `"story"`, `"story-`+format+`"`, 1)
+			res, next, drop := openStream(t, "POST", svc.URL+streamPath, body, h)
+			runID := res.Header.Get("X-Run-Id")
+			resume := svc.URL + "/api/agents/companionAgent/runs/" + runID + "/stream?resourceId=reader"
+			var before []frame
+			if format == "ai-sdk" {
+				for len(before) == 0 || before[len(before)-1].id < 8 { // in the middle of the text
+					f, ok := next()
+					if !ok {
+						t.Fatalf("the stream ended after %d frames", len(before))
+					}
+					before = append(before, f)
+				}
+				drop()
+				time.Sleep(50 * time.Millisecond) // the run goes on without a reader
+			} else {
+				readAll(next)
+			}
+			rh := http.Header{"X-Stream-Format": {format}, "Last-Event-Id": {"8"}}
+			res, next, _ = openStream(t, "GET", resume, "", rh)
+			if res.StatusCode != 200 {
+				t.Fatalf("resume: %d", res.StatusCode)
+			}
+			after := data(readAll(next))
+			_, next, _ = openStream(t, "GET", resume, "", h)
+			whole := data(readAll(next))
+			got, want := append(data(before), after...), whole
+			if format == "mastra" {
+				if len(after) == 0 || len(after) >= len(whole) {
+					t.Fatalf("resumed after record 8: %d frames of the whole run's %d", len(after), len(whole))
+				}
+				want = whole[len(whole)-len(after):]
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("read in two parts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
 	}
 }
