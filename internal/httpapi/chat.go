@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -41,6 +42,7 @@ type chatMessage struct {
 // X-Personality headers.
 func (s *Server) handleChat() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
 			s.writeError(w, r, err)
 			return
@@ -73,7 +75,7 @@ func (s *Server) handleChat() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		s.stream(w, r, in, FormatAISDK)
+		s.stream(w, r, arrived, in, FormatAISDK)
 	}
 }
 

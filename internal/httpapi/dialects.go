@@ -29,7 +29,6 @@ type mastraDialect struct {
 	// finish chunk's output.
 	text  []byte
 	calls []mastraCall
-	step  model.Usage
 }
 
 type mastraChunk struct {
@@ -50,20 +49,10 @@ type mastraStepResult struct {
 	IsContinued bool   `json:"isContinued"`
 }
 
-type mastraUsage struct {
-	InputTokens       int `json:"inputTokens"`
-	OutputTokens      int `json:"outputTokens"`
-	TotalTokens       int `json:"totalTokens"`
-	ReasoningTokens   int `json:"reasoningTokens"`
-	CachedInputTokens int `json:"cachedInputTokens"`
-}
-
-func mastraUsageOf(u model.Usage) mastraUsage { return mastraUsage(usageOf(u)) }
-
 type mastraOutput struct {
 	Text      string       `json:"text"`
 	ToolCalls []mastraCall `json:"toolCalls"`
-	Usage     mastraUsage  `json:"usage"`
+	Usage     api.Usage    `json:"usage"`
 }
 
 type mastraFinish struct {
@@ -73,14 +62,15 @@ type mastraFinish struct {
 	Output     mastraOutput     `json:"output"`
 	// Usage and TotalUsage repeat output.usage: the client reads usage
 	// from payload.usage on finish.
-	Usage      *mastraUsage `json:"usage,omitempty"`
-	TotalUsage *mastraUsage `json:"totalUsage,omitempty"`
+	Usage      *api.Usage `json:"usage,omitempty"`
+	TotalUsage *api.Usage `json:"totalUsage,omitempty"`
 	// Cost is what the run cost, on finish.
 	Cost *api.Cost `json:"cost,omitempty"`
 }
 
-// mastraReason is a finish reason in Mastra's (the AI SDK's) words.
-func mastraReason(r string) string {
+// sdkReason is a finish reason in the AI SDK's words, which Mastra's
+// chunks use too.
+func sdkReason(r string) string {
 	switch r {
 	case model.FinishToolCalls:
 		return "tool-calls"
@@ -154,7 +144,7 @@ func (d *mastraDialect) frames(rec *record, out []frame) []frame {
 	case rec.StepFinish != nil:
 		e := rec.StepFinish
 		out = d.endText(out)
-		reason := mastraReason(e.FinishReason)
+		reason := sdkReason(e.FinishReason)
 		return append(out, d.chunk("step-finish", mastraFinish{MessageID: d.messageID,
 			StepResult: mastraStepResult{Reason: reason, IsContinued: reason == "tool-calls"},
 			Metadata:   map[string]any{}, Output: d.output(e.Usage)}))
@@ -163,10 +153,10 @@ func (d *mastraDialect) frames(rec *record, out []frame) []frame {
 		return append(out, d.chunk("error", map[string]any{"error": map[string]string{"message": rec.Failed.Message, "code": rec.Failed.Code}}))
 	case rec.Finished != nil:
 		out = d.endText(out)
-		u := mastraUsageOf(rec.Finished.Usage)
+		u := usageOf(rec.Finished.Usage)
 		c := costOf(rec.Finished.Cost)
 		return append(out, d.chunk("finish", mastraFinish{MessageID: d.messageID,
-			StepResult: mastraStepResult{Reason: mastraReason(rec.Finished.Reason)},
+			StepResult: mastraStepResult{Reason: sdkReason(rec.Finished.Reason)},
 			Metadata:   map[string]any{}, Output: d.output(rec.Finished.Usage), Usage: &u, TotalUsage: &u, Cost: &c}))
 	}
 	return out
@@ -177,7 +167,7 @@ func (d *mastraDialect) output(u model.Usage) mastraOutput {
 	if calls == nil {
 		calls = []mastraCall{}
 	}
-	return mastraOutput{Text: string(d.text), ToolCalls: calls, Usage: mastraUsageOf(u)}
+	return mastraOutput{Text: string(d.text), ToolCalls: calls, Usage: usageOf(u)}
 }
 
 // aisdkDialect writes the AI SDK's UI message stream (protocol v1), which
@@ -217,19 +207,6 @@ type aisdkChunk struct {
 type aisdkMetadata struct {
 	RunID string    `json:"runId,omitempty"`
 	Cost  *api.Cost `json:"cost,omitempty"`
-}
-
-// aisdkReason is a finish reason in the AI SDK's words.
-func aisdkReason(r string) string {
-	switch r {
-	case model.FinishToolCalls:
-		return "tool-calls"
-	case "content_filter":
-		return "content-filter"
-	case model.FinishStop, model.FinishLength, model.FinishError:
-		return r
-	}
-	return "other"
 }
 
 func (d *aisdkDialect) endText(out []frame) []frame {
@@ -281,7 +258,7 @@ func (d *aisdkDialect) frames(rec *record, out []frame) []frame {
 	case rec.Finished != nil:
 		out = d.endText(out)
 		c := costOf(rec.Finished.Cost)
-		return append(out, frame{v: aisdkChunk{Type: "finish", FinishReason: aisdkReason(rec.Finished.Reason), MessageMetadata: &aisdkMetadata{Cost: &c}}})
+		return append(out, frame{v: aisdkChunk{Type: "finish", FinishReason: sdkReason(rec.Finished.Reason), MessageMetadata: &aisdkMetadata{Cost: &c}}})
 	}
 	return out
 }

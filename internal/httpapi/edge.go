@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -118,9 +117,7 @@ func (s *Server) actAs(ctx context.Context, named string) (string, error) {
 
 // RateLimiter admits requests per key; *limits.Local and *limits.Fallback
 // are ones.
-type RateLimiter interface {
-	Allow(ctx context.Context, key string) (limits.Decision, error)
-}
+type RateLimiter = limits.Limiter
 
 // Scopes of a rate limit, as RequestLimited reports them.
 const (
@@ -167,7 +164,7 @@ func (s *Server) admit(ctx context.Context, scope, key, who string) error {
 }
 
 func retryIn(d time.Duration) string {
-	return fmt.Sprintf("%ds", int(math.Ceil(d.Seconds())))
+	return fmt.Sprintf("%ds", retrySeconds(d))
 }
 
 // corsHeaders are the request headers a browser may send cross-origin.

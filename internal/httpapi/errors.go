@@ -111,8 +111,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.Code == apperr.MethodNotAllowed {
 		w.Header().Set("Allow", allowedMethods(s.router, r.URL.Path))
 	}
-	if d := retryAfterOf(err, ae); d > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+	if n := retrySeconds(retryAfterOf(err, ae)); n > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(n))
 	}
 	writeJSON(w, status, errorBody(ae.Message))
 }
@@ -121,6 +121,10 @@ func errorBody(message string) api.ErrorBody { return api.ErrorBody{Error: messa
 
 // retryAfterOf is how long the client should wait before trying again, or
 // 0: what the error says, or what a provider that asked us to wait said.
+// retrySeconds is d in whole seconds, rounded up: waiting that long is
+// always enough.
+func retrySeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
+
 func retryAfterOf(err error, ae *apperr.Error) time.Duration {
 	if ae.RetryAfter > 0 {
 		return ae.RetryAfter

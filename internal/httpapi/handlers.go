@@ -95,18 +95,19 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 // connection breaks, for -resume-grace, so that a client can resume it.
 func (s *Server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		arrived := time.Now()
 		in, err := s.decodeRunRequest(w, r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		s.stream(w, r, in, "")
+		s.stream(w, r, arrived, in, "")
 	}
 }
 
 // stream starts in as a streamed run and follows it in format (the
-// request's own when "").
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, in agent.Input, format string) {
+// request's own when ""); the request arrived at arrived.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Time, in agent.Input, format string) {
 	var err error
 	if format == "" {
 		if format, err = s.streamFormat(r); err != nil {
@@ -125,7 +126,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, in agent.Input, 
 		s.writeError(w, r, err)
 		return
 	}
-	s.followRun(w, r, runID, 0, newDialect(format, runID), true)
+	s.followRun(w, r, runID, 0, newDialect(format, runID), arrived)
 }
 
 // handleResume serves GET /api/agents/{agentId}/runs/{runId}/stream: the
@@ -154,7 +155,7 @@ func (s *Server) handleResume() http.HandlerFunc {
 			return
 		}
 		defer release()
-		s.followRun(w, r, runID, after, newDialect(format, runID), false)
+		s.followRun(w, r, runID, after, newDialect(format, runID), time.Time{})
 	}
 }
 

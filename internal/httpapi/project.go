@@ -25,11 +25,13 @@ func usageOf(u model.Usage) api.Usage {
 
 func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// costOf rounds to a millionth of a cent: float sums need not show their
-// last digits.
+// roundUSD rounds dollars to a millionth of a cent: float sums need not
+// show their last digits.
+func roundUSD(f float64) float64 { return math.Round(f*1e8) / 1e8 }
+
+// costOf is c as the API shows it.
 func costOf(c pricing.Cost) api.Cost {
-	r := func(f float64) float64 { return math.Round(f*1e8) / 1e8 }
-	return api.Cost{Currency: "USD", Input: r(c.Input), CachedInput: r(c.CachedInput), Output: r(c.Output), Total: r(c.Total())}
+	return api.Cost{Currency: "USD", Input: roundUSD(c.Input), CachedInput: roundUSD(c.CachedInput), Output: roundUSD(c.Output), Total: roundUSD(c.Total())}
 }
 
 // generateBody is the generate endpoint's body for a finished turn.
@@ -267,17 +269,16 @@ func requestBody(modelID string, req model.Request) any {
 
 // usageBody is a usage report as the API shows it.
 func usageBody(resourceID string, days []memory.DayUsage) api.UsageReport {
-	round := func(f float64) float64 { return math.Round(f*1e8) / 1e8 }
 	out := api.UsageReport{ResourceID: resourceID, Currency: "USD", Days: make([]api.DayUsage, 0, len(days))}
 	for _, d := range days {
-		day := api.DayUsage{Day: d.Day, Tokens: d.Tokens, Cost: round(d.Cost), Threads: make([]api.ThreadUsage, 0, len(d.Threads))}
+		day := api.DayUsage{Day: d.Day, Tokens: d.Tokens, Cost: roundUSD(d.Cost), Threads: make([]api.ThreadUsage, 0, len(d.Threads))}
 		for _, t := range d.Threads {
-			day.Threads = append(day.Threads, api.ThreadUsage{ThreadID: t.ThreadID, Tokens: t.Tokens, Cost: round(t.Cost)})
+			day.Threads = append(day.Threads, api.ThreadUsage{ThreadID: t.ThreadID, Tokens: t.Tokens, Cost: roundUSD(t.Cost)})
 		}
 		out.Days = append(out.Days, day)
 		out.Total.Tokens += d.Tokens
 		out.Total.Cost += d.Cost
 	}
-	out.Total.Cost = round(out.Total.Cost)
+	out.Total.Cost = roundUSD(out.Total.Cost)
 	return out
 }

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
-	"strconv"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -47,14 +46,27 @@ type record struct {
 }
 
 // runFailed is how a run failed: in-band (Code, Message) for a stream that
-// has started, and as a status for one that has not (Status, Error,
-// RetryAfter in seconds).
+// has started, and as an error for one that has not (Kind, the apperr code
+// its status comes from; Error; RetryAfter in seconds).
 type runFailed struct {
 	Code       string `json:"code"`
 	Message    string `json:"message"`
-	Status     int    `json:"status"`
+	Kind       string `json:"kind"`
 	Error      string `json:"error"`
 	RetryAfter int    `json:"retryAfter,omitempty"`
+}
+
+// failedOf is err as a run's failure record.
+func failedOf(err error) *runFailed {
+	ae := classify(err)
+	ib := inBand(err)
+	return &runFailed{Code: ib.Code, Message: ib.Message, Kind: string(ae.Code), Error: ae.Message,
+		RetryAfter: retrySeconds(retryAfterOf(err, ae))}
+}
+
+// err is f as the error a stream that has not started answers with.
+func (f *runFailed) err() error {
+	return (&apperr.Error{Code: apperr.Code(f.Kind), Message: f.Error}).After(time.Duration(f.RetryAfter) * time.Second)
 }
 
 // runFinished ends a run: its finish reason, and the usage of its steps
@@ -183,9 +195,8 @@ func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 	defer func() {
 		// A panic in the run still ends its stream.
 		if p := recover(); p != nil {
-			s.log.LogAttrs(ctx, slog.LevelError, "panic in a run", slog.Any("panic", p))
-			_ = appendRec(record{Failed: &runFailed{Code: "INTERNAL_ERROR", Message: "internal server error: the details are in the server log",
-				Status: 500, Error: "internal server error: the details are in the server log"}})
+			s.log.LogAttrs(ctx, slog.LevelError, "panic in a run", slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+			_ = appendRec(record{Failed: failedOf(apperr.Wrap(apperr.Internal, fmt.Errorf("panic: %v", p), "internal server error: the details are in the server log"))})
 			_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage, Cost: cost}})
 		}
 	}()
@@ -205,13 +216,7 @@ func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 		return
 	}
 	s.log.LogAttrs(ctx, levelOf(err), "stream ended with an error", errAttr(err))
-	ae := classify(err)
-	ib := inBand(err)
-	f := &runFailed{Code: ib.Code, Message: ib.Message, Status: statusOf(ae.Code), Error: ae.Message}
-	if d := retryAfterOf(err, ae); d > 0 {
-		f.RetryAfter = int(math.Ceil(d.Seconds()))
-	}
-	_ = appendRec(record{Failed: f})
+	_ = appendRec(record{Failed: failedOf(err)})
 	_ = appendRec(record{Finished: &runFinished{Reason: model.FinishError, Usage: usage, Cost: cost}})
 }
 
@@ -259,11 +264,12 @@ func (s *Server) WaitRuns(ctx context.Context) error {
 
 // followRun writes run runID's records after after to w, in d's dialect,
 // until the run has ended or the client has gone. A fresh stream (the
-// request that started the run) holds the opening records back until the
-// model has produced something, so that a run failing before that gets a
-// status and a JSON body instead.
-func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string, after int64, d dialect, fresh bool) {
-	arrived := time.Now()
+// request that started the run, which arrived at arrived; zero for a
+// resumed one) holds the opening records back until the model has produced
+// something, so that a run failing before that gets a status and a JSON
+// body instead, and times its first event and text from its arrival.
+func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string, after int64, d dialect, arrived time.Time) {
+	fresh := !arrived.IsZero()
 	ew, err := newFrameWriter(w, r, d, runID)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -271,8 +277,11 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 	}
 	s.obs.StreamOpened()
 	defer s.obs.StreamClosed()
-	ew.onFirst = func() { s.obs.StreamFirstEvent(time.Since(arrived)) }
-	ew.onFirstText = func() { s.obs.StreamFirstText(time.Since(arrived)) }
+	if fresh {
+		// A resumed stream's replayed records would time nothing.
+		ew.onFirst = func() { s.obs.StreamFirstEvent(time.Since(arrived)) }
+		ew.onFirstText = func() { s.obs.StreamFirstText(time.Since(arrived)) }
+	}
 	ended := false
 	defer func() { s.runs.left(runID, !ended) }()
 
@@ -311,13 +320,7 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 				continue
 			case rec.Failed != nil:
 				// Nothing but opening records went out: a real status.
-				f := rec.Failed
-				if f.RetryAfter > 0 {
-					w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
-				}
-				s.log.LogAttrs(r.Context(), slog.LevelInfo, "request failed", slog.String("method", r.Method),
-					slog.String("path", r.URL.Path), slog.Int("status", f.Status), slog.String("error", f.Error))
-				writeJSON(w, f.Status, errorBody(f.Error))
+				s.writeError(w, r, rec.Failed.err())
 				ended = true
 				return
 			}
