@@ -52,17 +52,6 @@ func cut(s string, steps []byte, runes bool) []string {
 	return append(out, s[start:])
 }
 
-// unjoin lists the errors errors.Join joined into err.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	if err == nil {
-		return nil
-	}
-	return []error{err}
-}
-
 // FuzzToolArgs runs the agent on a model that calls argsTool with args,
 // streamed in deltas cut at fuzzed points (flags: bit 0 leaves the call
 // without an id, bit 1 puts the first piece in the call's start, bit 2 lets

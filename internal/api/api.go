@@ -25,12 +25,6 @@ const (
 	FinishError     = "error"
 )
 
-// Step types.
-const (
-	StepInitial    = "initial"
-	StepToolResult = "tool-result"
-)
-
 // Message roles accepted in a request.
 const (
 	RoleUser      = "user"

@@ -272,7 +272,7 @@ func CheckUIMessageStream(body []byte, g api.GenerateResponse) error {
 		errs = append(errs, fmt.Errorf("%d steps; the run had %d", steps, len(g.Steps)))
 	}
 	for _, tc := range g.ToolCalls {
-		if !jsonEq(avail[tc.ToolCallID], tc.Args) {
+		if !jsonEqual(avail[tc.ToolCallID], tc.Args) {
 			errs = append(errs, fmt.Errorf("call %s: input %s, args %s", tc.ToolCallID, avail[tc.ToolCallID], tc.Args))
 		}
 	}
@@ -283,19 +283,9 @@ func CheckUIMessageStream(body []byte, g api.GenerateResponse) error {
 			if failed[tr.ToolCallID] != e.Error {
 				errs = append(errs, fmt.Errorf("call %s: errorText %q, the result's error %q", tr.ToolCallID, failed[tr.ToolCallID], e.Error))
 			}
-		} else if !jsonEq(output[tr.ToolCallID], tr.Result) {
+		} else if !jsonEqual(output[tr.ToolCallID], tr.Result) {
 			errs = append(errs, fmt.Errorf("call %s: output %s, result %s", tr.ToolCallID, output[tr.ToolCallID], tr.Result))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func jsonEq(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return bytes.Equal(xb, yb)
 }

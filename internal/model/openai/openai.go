@@ -309,16 +309,16 @@ type call struct {
 
 func (d *decoder) chunk(c chunk) []model.Part {
 	if d.id == "" {
-		d.id = valid(c.ID)
+		d.id = c.ID
 	}
 	if c.Usage != nil && c.Usage.PromptTokens != nil {
 		d.usage = c.Usage
 	}
 	if c.Model != "" {
-		d.modelName = valid(c.Model)
+		d.modelName = c.Model
 	}
 	if c.SystemFingerprint != "" {
-		d.fingerprint = valid(c.SystemFingerprint)
+		d.fingerprint = c.SystemFingerprint
 	}
 	var parts []model.Part
 	for _, ch := range c.Choices {
@@ -330,17 +330,17 @@ func (d *decoder) chunk(c chunk) []model.Part {
 			parts = append(parts, model.Part{Kind: model.PartReasoning, Text: r})
 		}
 		if delta.Content != "" {
-			parts = append(parts, model.Part{Kind: model.PartText, Text: valid(delta.Content)})
+			parts = append(parts, model.Part{Kind: model.PartText, Text: delta.Content})
 		}
 		for _, tc := range delta.ToolCalls {
-			id, args := valid(tc.ID), valid(tc.Function.Arguments)
+			id, args := tc.ID, tc.Function.Arguments
 			i := d.find(tc.Index, id)
 			if i < 0 {
 				if id == "" {
 					id = d.newID()
 				}
 				d.calls = append(d.calls, call{index: tc.Index, id: id})
-				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: id, ToolName: valid(tc.Function.Name), Text: args})
+				parts = append(parts, model.Part{Kind: model.PartToolCallStart, ToolCallID: id, ToolName: tc.Function.Name, Text: args})
 				continue
 			}
 			if args != "" {
@@ -420,12 +420,6 @@ func (d *decoder) finish() []model.Part {
 	}
 	return append(parts, model.Part{Kind: model.PartFinish, Finish: fin})
 }
-
-// valid replaces what is not UTF-8 in a string with U+FFFD. encoding/json
-// already does so for the strings it decodes; this keeps it so whatever
-// decodes a chunk, since text that is not UTF-8 cannot be stored or sent as
-// JSON as it is.
-func valid(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // failure classifies what the SDK's stream reports.
 func (m *Model) failure(ctx context.Context, err error, began bool) error {
