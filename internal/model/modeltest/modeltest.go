@@ -221,7 +221,7 @@ func (h Harness) onFake(rec func(t *testing.T) string) starter {
 func (h Harness) onCassettes(dir func(t *testing.T) string) starter {
 	return func(t *testing.T, _ upstream.Options, p model.Policy) env {
 		t.Helper()
-		r, err := replay.Open(dir(t), replay.Options{Provider: h.Provider})
+		r, err := replay.Open(dir(t), replay.Options{Provider: h.Provider, Log: true})
 		if err != nil {
 			t.Fatal(err)
 		}

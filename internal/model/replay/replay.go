@@ -28,6 +28,9 @@ type Options struct {
 	// (for tests and load tests). A stream whose client left before its
 	// end still waits, after its last chunk, for the client to leave.
 	Fast bool
+	// Log keeps a record of every request served, for Exchanges and
+	// WaitCancelled (tests): a service replaying for hours keeps none.
+	Log bool
 }
 
 // Replayer is an http.RoundTripper that answers from the cassettes of a
@@ -44,6 +47,7 @@ type Replayer struct {
 	dir      string
 	provider string
 	fast     bool
+	log      bool // keep served
 	sources  []Source
 	byKey    map[string]*entry
 	entries  []*entry // of provider, by name
@@ -86,7 +90,7 @@ func Open(dir string, opts Options) (*Replayer, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("the replay directory: %w", err)
 	}
-	r := &Replayer{dir: dir, fast: opts.Fast, byKey: map[string]*entry{}, changed: make(chan struct{})}
+	r := &Replayer{dir: dir, fast: opts.Fast, log: opts.Log, byKey: map[string]*entry{}, changed: make(chan struct{})}
 	seen := map[Source]bool{}
 	var all []*entry
 	for _, p := range paths {
@@ -169,7 +173,8 @@ func (r *Replayer) Sources() []Source { return append([]Source(nil), r.sources..
 // Cassettes is how many cassettes answer for the replayed provider.
 func (r *Replayer) Cassettes() int { return len(r.entries) }
 
-// Exchanges returns copies of the requests served so far, oldest first.
+// Exchanges returns copies of the requests served so far, oldest first
+// (none without Options.Log).
 func (r *Replayer) Exchanges() []Served {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -200,11 +205,14 @@ func (r *Replayer) WaitCancelled(ctx context.Context, n int) (at time.Time, ok b
 	}
 }
 
-// serve notes a request.
+// serve notes a request (in the log, with Options.Log).
 func (r *Replayer) serve(name string) *Served {
+	s := &Served{Cassette: name, Started: time.Now()}
+	if !r.log {
+		return s
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := &Served{Cassette: name, Started: time.Now()}
 	r.served = append(r.served, s)
 	r.notify()
 	return s
@@ -212,6 +220,9 @@ func (r *Replayer) serve(name string) *Served {
 
 // gone notes that s's client went away, the first time.
 func (r *Replayer) gone(s *Served) {
+	if !r.log {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s.CancelledAt.IsZero() {

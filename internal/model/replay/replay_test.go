@@ -99,7 +99,7 @@ func newRecorder(t *testing.T, dir string) *replay.Recorder {
 
 func open(t *testing.T, dir string, fast bool) *replay.Replayer {
 	t.Helper()
-	r, err := replay.Open(dir, replay.Options{Fast: fast})
+	r, err := replay.Open(dir, replay.Options{Fast: fast, Log: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,5 +324,32 @@ func TestMatchingIgnoresKeyOrderAndHost(t *testing.T) {
 	res, _, err := exchange(t, context.Background(), open(t, dir, true), "http://elsewhere.invalid:9", "{ \"messages\": [ {\"content\":\"Hi\", \"role\":\"user\"} ],\n \"stream\": true, \"model\": \"m\" }")
 	if err != nil || res.StatusCode != 200 {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestNoLogByDefault: a replayer keeps no record of the requests it served
+// unless asked (Options.Log): a service replaying for hours would grow by
+// one for each.
+func TestNoLogByDefault(t *testing.T) {
+	dir := t.TempDir()
+	srv := fake(t, upstream.Options{})
+	if _, _, err := exchange(t, context.Background(), newRecorder(t, dir), srv.URL, chat("Hi")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	r, err := replay.Open(dir, replay.Options{Fast: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if res, _, err := exchange(t, context.Background(), r, srv.URL, chat("Hi")); err != nil || res.StatusCode != 200 {
+			t.Fatalf("replaying: %v", err)
+		}
+	}
+	if n := len(r.Exchanges()); n != 0 {
+		t.Fatalf("%d requests logged without Options.Log", n)
+	}
+	if n := len(open(t, dir, true).Exchanges()); n != 0 {
+		t.Fatalf("a fresh replayer has %d requests logged", n)
 	}
 }
