@@ -392,10 +392,12 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
 	}
-	if _, err := t.s.db.ExecContext(ctx, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`,
-		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro()); err != nil {
-		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
+	// Through the writer, as every write.
+	if err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := t.insertThread(ctx, tx, th, meta)
+		return err
+	}); err != nil {
+		return memory.Thread{}, err
 	}
 	return t.Thread(ctx)
 }
@@ -448,22 +450,15 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		// As the insert below stores it.
 		cur = th
 		cur.Metadata = meta
-		cur.CreatedAt = time.UnixMicro(memory.Micro(th.CreatedAt).UnixMicro()).UTC()
-		cur.UpdatedAt = time.UnixMicro(memory.Micro(th.UpdatedAt).UnixMicro()).UTC()
+		cur.CreatedAt, cur.UpdatedAt = memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt)
 		cur.Bytes = 0
 	case err != nil:
 		return th, nil, err
 	}
 	var tail []memory.Message
-	if exists && n > 0 {
-		if tail, err = scanMessages(t.s.stTail.QueryContext(ctx, t.id, n)); err != nil {
-			return cur, nil, err
-		}
-		slices.Reverse(tail)
-	}
 	known := map[string]bool{}
-	if exists && len(ids) > 0 {
-		if known, err = knownIDs(ctx, t.s.stKnown, t.id, ids); err != nil {
+	if exists {
+		if tail, known, err = t.reads(ctx, func(st *sql.Stmt) *sql.Stmt { return st }, n, ids); err != nil {
 			return cur, nil, err
 		}
 	}
@@ -478,10 +473,9 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	err = t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
 		if !exists {
-			res, err := tx.StmtContext(ctx, t.s.stInsertThread).ExecContext(ctx, t.id, th.ResourceID, th.Title, string(meta),
-				memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro())
+			res, err := t.insertThread(ctx, tx, th, meta)
 			if err != nil {
-				return fmt.Errorf("creating thread %q: %w", t.id, err)
+				return err
 			}
 			if k, err := res.RowsAffected(); err != nil || k != 1 {
 				return errChanged // created meanwhile, by another process
@@ -511,32 +505,55 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	return cur, out, nil
 }
 
+// reads is what a turn reads for its plan: the thread's last n messages
+// (oldest first) and which of ids it holds, with the store's statements as
+// st gives them (as they are, or in a transaction).
+func (t *turn) reads(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, n int, ids []string) ([]memory.Message, map[string]bool, error) {
+	var tail []memory.Message
+	if n > 0 {
+		var err error
+		if tail, err = scanMessages(st(t.s.stTail).QueryContext(ctx, t.id, n)); err != nil {
+			return nil, nil, err
+		}
+		slices.Reverse(tail)
+	}
+	known := map[string]bool{}
+	if len(ids) > 0 {
+		var err error
+		if known, err = knownIDs(ctx, st(t.s.stKnown), t.id, ids); err != nil {
+			return nil, nil, err
+		}
+	}
+	return tail, known, nil
+}
+
+// insertThread creates the turn's thread as th (metadata meta) unless it
+// exists.
+func (t *turn) insertThread(ctx context.Context, tx *sql.Tx, th memory.Thread, meta json.RawMessage) (sql.Result, error) {
+	res, err := tx.StmtContext(ctx, t.s.stInsertThread).ExecContext(ctx, t.id, th.ResourceID, th.Title, string(meta),
+		memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro())
+	if err != nil {
+		return nil, fmt.Errorf("creating thread %q: %w", t.id, err)
+	}
+	return res, nil
+}
+
 // beginInOne is Begin in one transaction of the writer: reads and writes.
 func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMessage, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
 	cur := th
 	var out []memory.Message
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		out = nil
-		if _, err := tx.StmtContext(ctx, t.s.stInsertThread).ExecContext(ctx, t.id, th.ResourceID, th.Title, string(meta),
-			memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro()); err != nil {
-			return fmt.Errorf("creating thread %q: %w", t.id, err)
+		if _, err := t.insertThread(ctx, tx, th, meta); err != nil {
+			return err
 		}
 		var err error
 		if cur, err = scanThread(tx.StmtContext(ctx, t.s.stThread).QueryRowContext(ctx, t.id)); err != nil {
 			return err
 		}
-		var tail []memory.Message
-		if n > 0 {
-			if tail, err = scanMessages(tx.StmtContext(ctx, t.s.stTail).QueryContext(ctx, t.id, n)); err != nil {
-				return err
-			}
-			slices.Reverse(tail)
-		}
-		known := map[string]bool{}
-		if len(ids) > 0 {
-			if known, err = knownIDs(ctx, tx.StmtContext(ctx, t.s.stKnown), t.id, ids); err != nil {
-				return err
-			}
+		tail, known, err := t.reads(ctx, func(st *sql.Stmt) *sql.Stmt { return tx.StmtContext(ctx, st) }, n, ids)
+		if err != nil {
+			return err
 		}
 		msgs, err := plan(cur, tail, known)
 		if err != nil || len(msgs) == 0 {

@@ -61,38 +61,36 @@ func (s *Store) commitGroup(group []*write) {
 		}
 		defer tx.Rollback()
 		ok := 0
-		if len(group) == 1 {
-			// Alone in its group, a write needs no savepoint: when it
-			// fails, the whole transaction is rolled back.
-			if results[0] = group[0].ctx.Err(); results[0] == nil {
-				if results[0] = group[0].fn(group[0].ctx, tx); results[0] == nil {
-					ok++
-				}
+		// Alone in its group, a write needs no savepoint: when it fails,
+		// the whole transaction is rolled back. Savepoints are released
+		// before the next is taken, so they share one name (and prepared
+		// statements).
+		alone := len(group) == 1
+		savepoint := func(st *sql.Stmt) error {
+			if alone {
+				return nil
 			}
+			_, err := tx.StmtContext(context.Background(), st).ExecContext(context.Background())
+			return err
 		}
 		for i, w := range group {
-			if len(group) == 1 {
-				break
-			}
 			if err := w.ctx.Err(); err != nil {
 				results[i] = err
 				continue
 			}
-			// Each savepoint is released before the next is taken, so
-			// they share one name (and prepared statements).
-			if _, err := tx.StmtContext(w.ctx, s.stSavepoint).ExecContext(w.ctx); err != nil {
+			if err := savepoint(s.stSavepoint); err != nil {
 				results[i] = err
 				continue
 			}
 			if err := w.fn(w.ctx, tx); err != nil {
 				results[i] = err
-				if _, rerr := tx.StmtContext(context.Background(), s.stRollbackTo).ExecContext(context.Background()); rerr != nil {
+				if rerr := savepoint(s.stRollbackTo); rerr != nil {
 					return fmt.Errorf("rolling back a failed write: %w", rerr)
 				}
 			} else {
 				ok++
 			}
-			if _, err := tx.StmtContext(context.Background(), s.stRelease).ExecContext(context.Background()); err != nil {
+			if err := savepoint(s.stRelease); err != nil {
 				return fmt.Errorf("releasing a savepoint: %w", err)
 			}
 		}
