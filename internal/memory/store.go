@@ -65,6 +65,9 @@ type Usage struct {
 	Cost   float64
 }
 
+// Counts reports whether u has anything to count.
+func (u Usage) Counts() bool { return u.Tokens > 0 || u.Cost > 0 }
+
 // DayUsage is what a resource's runs used on one day, and per thread.
 type DayUsage struct {
 	Day     string

@@ -217,7 +217,7 @@ func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) (
 
 // AddUsage implements memory.Store.
 func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
-	if u.Tokens <= 0 && u.Cost <= 0 {
+	if !u.Counts() {
 		return nil
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return addUsage(ctx, tx, u) })
@@ -584,7 +584,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 		b.Queue(releaseSQL, t.id, t.owner)
 		b.Queue(`UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
 		readAppend := queueAppend(&b, t.id, []memory.Message{reply})
-		counted := u.Tokens > 0 || u.Cost > 0
+		counted := u.Counts()
 		if counted {
 			queueUsage(&b, u)
 		}
@@ -621,7 +621,22 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 }
 
 func (t *turn) Delete(ctx context.Context) error {
-	if _, err := t.s.pool.Exec(ctx, `DELETE FROM threads WHERE id = $1`, t.id); err != nil {
+	// Like every write of a turn, only while its lease is its own.
+	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
+		var b pgx.Batch
+		b.Queue(holdsSQL, t.id, t.owner)
+		b.Queue(`DELETE FROM threads WHERE id = $1`, t.id)
+		br := tx.SendBatch(ctx, &b)
+		defer br.Close()
+		if err := t.leaseResult(br.QueryRow()); err != nil {
+			return err
+		}
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		return br.Close()
+	})
+	if err != nil {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)
 	}
 	return nil

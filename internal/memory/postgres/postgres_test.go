@@ -220,4 +220,10 @@ func TestAnswerDropsTheLease(t *testing.T) {
 	if _, total, err := s.Messages(ctx, "t2", 0, 10); err != nil || total != 0 {
 		t.Fatalf("the lost turn stored %d messages: %v", total, err)
 	}
+	if err := lost.Delete(ctx); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
+		t.Fatalf("a turn that lost its lease deleted its thread: %v", err)
+	}
+	if _, err := s.Thread(ctx, "t2"); err != nil {
+		t.Fatalf("the thread of a lost turn: %v", err)
+	}
 }

@@ -284,7 +284,7 @@ func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) (
 
 // AddUsage implements memory.Store.
 func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
-	if u.Tokens <= 0 && u.Cost <= 0 {
+	if !u.Counts() {
 		return nil
 	}
 	return s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error { return s.addUsage(ctx, tx, u) })
@@ -641,7 +641,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 		if stored, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
 			return err
 		}
-		if u.Tokens > 0 || u.Cost > 0 {
+		if u.Counts() {
 			return t.s.addUsage(ctx, tx, u)
 		}
 		return nil
