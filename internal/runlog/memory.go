@@ -83,14 +83,13 @@ type run struct {
 	cancel    context.CancelFunc
 	readers   atomic.Int64 // Follow calls on this instance
 
-	mu       sync.Mutex
-	entries  [][]byte // entries[i] has Seq i+1; elements are never modified
-	size     int      // bytes in entries
-	ended    bool
-	endedAt  time.Time
-	wake     chan struct{}        // closed and replaced by each Append and by End
-	canceled bool                 // cancel was called
-	remote   map[string]time.Time // followers on other instances: last announcement
+	mu      sync.Mutex
+	entries [][]byte // entries[i] has Seq i+1; elements are never modified
+	size    int      // bytes in entries
+	ended   bool
+	endedAt time.Time
+	wake    chan struct{}        // closed and replaced by each Append and by End
+	remote  map[string]time.Time // followers on other instances: last announcement
 }
 
 // NewMemory returns an empty log.
@@ -244,9 +243,8 @@ func (m *Memory) Cancel(_ context.Context, runID string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.ended && !r.canceled {
-		r.canceled = true
-		r.cancel()
+	if !r.ended {
+		r.cancel() // once is enough; again does nothing
 	}
 	return nil
 }

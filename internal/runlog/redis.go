@@ -2,8 +2,6 @@ package runlog
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"iter"
@@ -13,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -262,7 +261,7 @@ func (r *Redis) followRemote(ctx context.Context, runID string, after int64, yie
 		yield(Entry{}, err)
 		return
 	}
-	reader := readerID()
+	reader := uuid.NewString() // names this follower
 	announce := func(ctx context.Context, kind string) {
 		if err := r.publish(ctx, kind+":"+reader+":"+runID); err != nil && ctx.Err() == nil {
 			r.onError(fmt.Errorf("runlog: announcing a reader of run %s: %w", runID, err))
@@ -343,13 +342,6 @@ func parseSeq(id string) (int64, bool) {
 	}
 	seq, err := strconv.ParseInt(s, 10, 64)
 	return seq, err == nil && seq > 0
-}
-
-// readerID returns a random id for a follower.
-func readerID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // Cancel cancels a run of this instance at once, and asks the instances
