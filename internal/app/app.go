@@ -719,8 +719,9 @@ func redactURL(s string) string {
 // run-finish), and returns nil. metrics, when not nil, serves /metrics
 // alone (see Config.MetricsAddr).
 func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
-	// Runs derive their context from base: cancelling it at the end of the
-	// grace period stops what is still running.
+	// Requests derive their context from base: cancelling it, when their
+	// handlers have not returned after the runs were cancelled
+	// (api.CancelRuns), ends what is still waiting in them.
 	base, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelRuns()
 	srv := &http.Server{

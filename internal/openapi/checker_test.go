@@ -23,6 +23,7 @@ import (
 
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/openapi"
+	"github.com/companionhq/companion/internal/requestid"
 )
 
 // The checker validates real exchanges with the service against the
@@ -192,7 +193,7 @@ func (c *checker) checkUnrouted(t *testing.T, what string, req *http.Request, re
 	in := &openapi3filter.RequestValidationInput{Request: req, Route: route}
 	if req.Method == http.MethodHead {
 		// No body to check, and kin-openapi skips HEAD: the headers by hand.
-		if !validRequestID(res.Header.Get("X-Request-Id")) || (status == 405 && res.Header.Get("Allow") == "") {
+		if !requestid.Valid(res.Header.Get("X-Request-Id")) || (status == 405 && res.Header.Get("Allow") == "") {
 			t.Errorf("%s: headers %v", what, res.Header)
 		}
 	}
@@ -210,13 +211,6 @@ func (c *checker) checkResponse(t *testing.T, what string, in *openapi3filter.Re
 	if err := openapi3filter.ValidateResponse(context.Background(), out); err != nil {
 		t.Errorf("%s: the response does not match the document: %v\nheaders: %v\nbody: %s", what, err, res.Header, clip(body))
 	}
-}
-
-func validRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	return strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:") == ""
 }
 
 // frame is one SSE frame.

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"sync"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/companionhq/companion/internal/requestid"
 )

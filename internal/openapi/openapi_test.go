@@ -22,6 +22,7 @@ import (
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/openapi"
+	"github.com/companionhq/companion/internal/requestid"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -78,7 +79,7 @@ func TestDocument(t *testing.T) {
 		t.Fatalf("GET %s: %d %v", openapi.Path, res.StatusCode, res.Header)
 	}
 	res, body = svc.Do(t, http.MethodPost, openapi.Path, "")
-	if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" || !validRequestID(res.Header.Get("X-Request-Id")) || !strings.HasPrefix(string(body), `{"error":`) {
+	if res.StatusCode != 405 || res.Header.Get("Allow") != "GET" || !requestid.Valid(res.Header.Get("X-Request-Id")) || !strings.HasPrefix(string(body), `{"error":`) {
 		t.Fatalf("POST %s: %d %v %s", openapi.Path, res.StatusCode, res.Header, body)
 	}
 }

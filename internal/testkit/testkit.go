@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"go.yaml.in/yaml/v4"
 
 	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
