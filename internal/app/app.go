@@ -11,11 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/companionhq/companion/internal/redact"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -495,17 +495,7 @@ func OpenStore(ctx context.Context, url string) (memory.Store, error) {
 		}
 		return s, nil
 	}
-	return nil, fmt.Errorf("the database URL must start with sqlite:// (a file) or postgres:// (a server), not %q", redact(url))
-}
-
-// redact drops what may be a password from a URL for messages.
-func redact(url string) string {
-	if scheme, rest, ok := strings.Cut(url, "://"); ok {
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			return scheme + "://...@" + rest[at+1:]
-		}
-	}
-	return url
+	return nil, fmt.Errorf("the database URL must start with sqlite:// (a file) or postgres:// (a server), not %q", redact.URL(url))
 }
 
 // DatabaseKind names the store a database URL selects, for logs.
@@ -633,7 +623,7 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	if keyVar != "" {
 		key = "set from " + keyVar
 	}
-	attrs := []any{slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redactURL(base)),
+	attrs := []any{slog.String("provider", m.Provider()), slog.String("model", m.ID()), slog.String("base_url", redact.URL(base)),
 		slog.String("api_key", key), slog.String("timeout", p.CallTimeout.String()), slog.String("first_token_timeout", p.FirstTokenTimeout.String()),
 		slog.Int("max_retries", cfg.ModelMaxRetries), slog.String("retry_delay", p.BaseDelay.String()), slog.String("retry_budget", p.RetryBudget.String())}
 	if replayer != nil {
@@ -702,15 +692,6 @@ func metricsOnly(h http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	return mux
-}
-
-// redactURL hides the password of a URL that carries one.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(invalid URL)"
-	}
-	return u.Redacted()
 }
 
 // Serve serves the API on ln until ctx ends, then shuts down gracefully: it

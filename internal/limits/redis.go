@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/companionhq/companion/internal/redact"
 	"net/url"
-	"strings"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -71,36 +71,10 @@ func ParseRedisURL(s string) (*redis.Options, error) {
 	// url.Parse's quote the URL, or a piece of it that may be a piece of a
 	// password written without percent-encoding.
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		if _, _, ok := userinfo(s); ok {
-			return nil, fmt.Errorf("invalid Redis URL %q: it does not parse as a URL (special characters in a user name or password must be percent-encoded)", redact(s))
+		if redact.URL(s) != s { // it holds a password
+			return nil, fmt.Errorf("invalid Redis URL %q: it does not parse as a URL (special characters in a user name or password must be percent-encoded)", redact.URL(s))
 		}
 		err = ue.Err
 	}
-	return nil, fmt.Errorf("invalid Redis URL %q: %w", redact(s), err)
-}
-
-// userinfo returns where the user information of a URL is: from "//" to the
-// last "@". That is more than the user information when a query holds an
-// "@", never less, even when the URL does not parse.
-func userinfo(s string) (start, end int, ok bool) {
-	i := strings.Index(s, "//")
-	at := strings.LastIndex(s, "@")
-	if i < 0 || at < i+2 {
-		return 0, 0, false
-	}
-	return i + 2, at, true
-}
-
-// redact returns s with what follows the user name in its user information
-// replaced by "xxxxx".
-func redact(s string) string {
-	start, end, ok := userinfo(s)
-	if !ok {
-		return s
-	}
-	user, _, hasPassword := strings.Cut(s[start:end], ":")
-	if !hasPassword {
-		return s
-	}
-	return s[:start] + user + ":xxxxx" + s[end:]
+	return nil, fmt.Errorf("invalid Redis URL %q: %w", redact.URL(s), err)
 }
