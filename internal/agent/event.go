@@ -99,12 +99,9 @@ func (StepFinished) event()     {}
 // Emit receives a run's events in order. An error stops the run.
 type Emit func(Event) error
 
-// ToolCall is one call of a tool by the model. Args is a JSON object.
-type ToolCall struct {
-	ID   string
-	Name string
-	Args json.RawMessage
-}
+// ToolCall is one call of a tool by the model, as the model asked for it.
+// Args is a JSON object.
+type ToolCall = model.ToolCall
 
 // ToolResult is the outcome of a call. Output is the tool's result as
 // JSON; for a failed call it is {"error": Error} and Error is set.

@@ -124,6 +124,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		assistant.ToolCalls = append(assistant.ToolCalls, model.ToolCall{ID: c.id, Name: c.name, Args: c.parsed})
 	}
 	st.Messages = []model.Message{assistant}
+	st.Calls = assistant.ToolCalls
 
 	// Results are reported in call order, each as soon as it and the ones
 	// before it are done; the tools themselves run concurrently.
@@ -145,7 +146,6 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		if err := r.send(ToolReturned{Result: tr}); err != nil {
 			return false, err
 		}
-		st.Calls = append(st.Calls, ToolCall{ID: c.id, Name: c.name, Args: c.parsed})
 		st.Results = append(st.Results, tr)
 		st.Messages = append(st.Messages, msg)
 	}

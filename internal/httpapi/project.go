@@ -152,7 +152,7 @@ func modelMessages(ms []model.Message) []api.ModelMessage {
 	for _, m := range ms {
 		mm := api.ModelMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName}
 		for _, c := range m.ToolCalls {
-			mm.ToolCalls = append(mm.ToolCalls, api.ToolCall{ToolCallID: c.ID, ToolName: c.Name, Args: c.Args, ProviderMetadata: map[string]any{}})
+			mm.ToolCalls = append(mm.ToolCalls, toolCall(c))
 		}
 		out = append(out, mm)
 	}
