@@ -222,7 +222,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exc
 	if err != nil {
 		return
 	}
-	b := Bill(req)
+	b := bill(req, parts)
 	if st.Frame(frame(event{Type: "message-end", Delta: endDelta{FinishReason: finishReason(fin.Reason),
 		Usage: usage{BilledUnits: tokens{b.BilledInput, b.BilledOutput}, Tokens: tokens{b.Input, b.Output}, CachedTokens: b.Cached}}})) == nil {
 		_ = st.Frame("data: [DONE]\n\n")
@@ -272,8 +272,10 @@ type Billing struct {
 //     ToolTemplateTokens with tools), the output tokens CallTokens per call;
 //   - from the second message on, the template and the system message hit
 //     the prompt cache.
-func Bill(req model.Request) Billing {
-	parts := fakemodel.Answer(req)
+func Bill(req model.Request) Billing { return bill(req, fakemodel.Answer(req)) }
+
+// bill is Bill for parts, the fake model's answer to req.
+func bill(req model.Request, parts []model.Part) Billing {
 	fin := parts[len(parts)-1].Finish
 	b := Billing{BilledInput: fin.Usage.InputTokens, BilledOutput: fin.Usage.OutputTokens}
 	template := TemplateTokens
