@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -156,20 +155,6 @@ func (cg *chatting) quit(t *testing.T) {
 	}
 }
 
-func messagesOf(t *testing.T, url, thread string) []api.UIMessage {
-	t.Helper()
-	res, err := http.Get(url + "/api/memory/threads/" + thread + "/messages?resourceId=u1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	var l api.MessageList
-	if err := json.NewDecoder(res.Body).Decode(&l); err != nil || res.StatusCode != 200 {
-		t.Fatalf("messages of %s: %d %v", thread, res.StatusCode, err)
-	}
-	return l.Messages
-}
-
 func rolesOf(ms []api.UIMessage) string {
 	var r []string
 	for _, m := range ms {
@@ -220,7 +205,7 @@ func TestChatCommands(t *testing.T) {
 	if t.Failed() {
 		t.Log(out)
 	}
-	if got := rolesOf(messagesOf(t, svc.URL, "t1")); got != "user assistant user assistant" {
+	if got := rolesOf(messagesOf(t, svc.URL, "t1", "u1")); got != "user assistant user assistant" {
 		t.Fatalf("thread t1 holds %s", got)
 	}
 }
@@ -242,7 +227,7 @@ func TestChatStopsAReply(t *testing.T) {
 	if strings.Count(out, "How are you feeling about it all?") != 1 {
 		t.Fatalf("the stopped reply went on:\n%s", out)
 	}
-	if got := rolesOf(messagesOf(t, svc.URL, "t2")); got != "user user assistant" {
+	if got := rolesOf(messagesOf(t, svc.URL, "t2", "u1")); got != "user user assistant" {
 		t.Fatalf("the thread holds %s, want the stopped turn's message unanswered", got)
 	}
 }
@@ -263,7 +248,7 @@ func TestChatStopsBeforeTheFirstToken(t *testing.T) {
 	cg.say(t, "Are you still there?")
 	cg.waitFor(t, `Earlier you mentioned: "Tell me about the mountains."`)
 	cg.quit(t)
-	if got := rolesOf(messagesOf(t, svc.URL, "t3")); got != "user user assistant" {
+	if got := rolesOf(messagesOf(t, svc.URL, "t3", "u1")); got != "user user assistant" {
 		t.Fatalf("the thread holds %s: the stopped run was not cancelled", got)
 	}
 }

@@ -107,14 +107,20 @@ func (p *proc) post(t *testing.T, path, body string) (int, []byte) {
 
 func (p *proc) messages(t *testing.T, thread, resource string) []api.UIMessage {
 	t.Helper()
-	res, err := http.Get(p.url + "/api/memory/threads/" + thread + "/messages?resourceId=" + resource)
+	return messagesOf(t, p.url, thread, resource)
+}
+
+// messagesOf reads a thread's messages from the service at url.
+func messagesOf(t *testing.T, url, thread, resource string) []api.UIMessage {
+	t.Helper()
+	res, err := http.Get(url + "/api/memory/threads/" + thread + "/messages?resourceId=" + resource)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	var l api.MessageList
 	if err := json.NewDecoder(res.Body).Decode(&l); err != nil || res.StatusCode != 200 {
-		t.Fatalf("messages: %d %v", res.StatusCode, err)
+		t.Fatalf("messages of %s: %d %v", thread, res.StatusCode, err)
 	}
 	return l.Messages
 }

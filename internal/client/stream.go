@@ -40,10 +40,9 @@ type Stream struct {
 	ctx        context.Context
 	resourceID string
 
-	runID    string
-	last     int64
-	resumed  int
-	finished bool
+	runID   string
+	last    int64
+	resumed int
 
 	mu   sync.Mutex
 	body io.ReadCloser
@@ -140,10 +139,7 @@ func (s *Stream) read(yield func(Event, error) bool) (broke bool, err error) {
 		if s.runID == "" {
 			s.runID = ev.RunID
 		}
-		if ev.Type == api.EventRunFinish {
-			s.finished = true
-		}
-		if !yield(ev, nil) || s.finished {
+		if !yield(ev, nil) || ev.Type == api.EventRunFinish {
 			return false, nil
 		}
 	}
