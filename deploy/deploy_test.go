@@ -30,38 +30,14 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/testkit"
-	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
-// The service built from this tree, once per test binary, in a folder
-// removed when the test binary exits.
-var built struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
-// companionBinary builds ./cmd/companion, stamped with ldflags as the image
-// does.
+// companionBinary builds ./cmd/companion once for the package's tests,
+// stamped as the image is.
 func companionBinary(t *testing.T) string {
 	t.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = throwaway.TempDir("deploy-test")
-		if built.err != nil {
-			return
-		}
-		built.bin = filepath.Join(built.dir, "companion")
-		out, err := exec.Command("go", "build", "-o", built.bin,
-			"-ldflags", "-X main.version=v0.0.0-deploy-test -X main.commit=deploytest", "../cmd/companion").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.bin
+	dir := testkit.Build(t, "..", "-X main.version=v0.0.0-deploy-test -X main.commit=deploytest", "./cmd/companion")
+	return filepath.Join(dir, "companion")
 }
 
 // flagInfo is one flag of `companion serve`, as its help tells.

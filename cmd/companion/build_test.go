@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,14 +26,7 @@ func TestVersion(t *testing.T) {
 // TestVersionStamped builds the binary the way `make build` does and reads
 // the stamp back.
 func TestVersionStamped(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "companion")
-	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test -X main.commit=0123abcd", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCompanion(t) // stamped as `make build` stamps it
 	out, err := exec.Command(bin, "--version").Output()
 	if err != nil {
 		t.Fatal(err)

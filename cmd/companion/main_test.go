@@ -291,13 +291,7 @@ func TestCommands(t *testing.T) {
 // TestSIGTERM builds the real binary, starts it, sends SIGTERM, and expects
 // a clean exit with status 0.
 func TestSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "companion")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCompanion(t)
 	cmd := exec.Command(bin, "serve", "-addr", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "COMPANION_LOG_LEVEL=info", "COMPANION_DATABASE_URL=sqlite://"+filepath.Join(t.TempDir(), "companion.db"))
 	stderr, err := cmd.StderrPipe()

@@ -23,10 +23,7 @@ import (
 // TestMemoryEndToEnd runs the real binary: two processes sharing one
 // PostgreSQL, and a process killed with SIGKILL in the middle of a stream.
 func TestMemoryEndToEnd(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "companion")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCompanion(t)
 	t.Run("scale out", func(t *testing.T) { testScaleOut(t, bin) })
 	t.Run("kill -9 mid-stream", func(t *testing.T) {
 		t.Run("sqlite", func(t *testing.T) {

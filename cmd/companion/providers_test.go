@@ -104,14 +104,7 @@ func TestKeysAreNotPrinted(t *testing.T) {
 // process, the service pointed at it with -model and -model-base-url (or
 // their variables) and the provider's key variable.
 func TestRunAgainstFakeProcesses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binaries")
-	}
-	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), ".", "../../fakes/cmd/fakes")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	dir := buildAll(t)
 	weather := startFake(t, filepath.Join(dir, "fakes"), "openmeteo")
 	for _, tc := range []struct {
 		fake, model, baseSuffix, keyVar string

@@ -18,6 +18,7 @@ import (
 
 	"github.com/companionhq/companion/fakes/openmeteo"
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // tokenDelay is the fake model's pace in these tests: slow enough to
@@ -27,14 +28,21 @@ const tokenDelay = 50 * time.Millisecond
 // buildCompanion builds the command into a temporary directory.
 func buildCompanion(t *testing.T) string {
 	t.Helper()
+	return filepath.Join(buildAll(t), "companion")
+}
+
+// stamp is the version and commit the tests' binaries are built with, as
+// `make build` stamps them.
+const stamp = "-X main.version=v9.8.7-test -X main.commit=0123abcd"
+
+// buildAll builds companion and fakes once for all the tests of the
+// package, and returns their folder.
+func buildAll(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the binary")
+		t.Skip("builds the binaries")
 	}
-	bin := filepath.Join(t.TempDir(), "companion")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
+	return testkit.Build(t, ".", stamp, ".", "../../fakes/cmd/fakes")
 }
 
 // serveForTerminal starts `companion serve` on a free port, on a fresh

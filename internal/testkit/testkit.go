@@ -8,10 +8,13 @@ package testkit
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -125,4 +128,43 @@ func ReadYAML(t testing.TB, path string) map[string]any {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return m
+}
+
+// builds are the folders Build made, by its arguments: each set is built
+// once per test binary, however many tests ask for it.
+var builds sync.Map // string -> *build
+
+type build struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// Build builds the packages pkgs (as go build names them, from the folder
+// dir) with ldflags into a folder removed when the test binary exits, and
+// returns the folder; the binaries are named after their packages. The same
+// arguments give the same folder, built once.
+func Build(t testing.TB, dir, ldflags string, pkgs ...string) string {
+	t.Helper()
+	key := strings.Join(append([]string{dir, ldflags}, pkgs...), "\x00")
+	v, _ := builds.LoadOrStore(key, &build{})
+	b := v.(*build)
+	b.once.Do(func() {
+		if b.dir, b.err = throwaway.TempDir("build"); b.err != nil {
+			return
+		}
+		args := []string{"build", "-o", b.dir + string(filepath.Separator)}
+		if ldflags != "" {
+			args = append(args, "-ldflags", ldflags)
+		}
+		cmd := exec.Command("go", append(args, pkgs...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.dir
 }

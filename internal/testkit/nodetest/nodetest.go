@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // StampFile, inside node_modules, holds the SHA-256 of the
@@ -136,13 +138,7 @@ func BuildBinaries(t testing.TB, root string) string {
 	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
 		t.Fatalf("%s is not the module root: %v", root, err)
 	}
-	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "./cmd/companion", "./fakes/cmd/fakes")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testkit.Build(t, root, "", "./cmd/companion", "./fakes/cmd/fakes")
 }
 
 // StartFakeOpenMeteo starts `fakes openmeteo` on a free loopback port and
