@@ -134,17 +134,18 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Tim
 // one), live until the run ends; for -stream-retention after it.
 func (s *Server) handleResume() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		runID, err := s.ownedRun(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
+		// The headers first: they cost no read of the run log.
 		after, err := lastEventID(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		format, err := s.streamFormat(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		runID, err := s.ownedRun(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -56,7 +56,7 @@ func generateBody(o *memory.Outcome) api.GenerateResponse {
 	resp.Messages = modelMessages(res.Reply)
 	resp.UIMessages = make([]api.UIMessage, 0, len(o.Stored))
 	for _, m := range o.Stored {
-		resp.UIMessages = append(resp.UIMessages, uiMessage(o.Thread, m))
+		resp.UIMessages = append(resp.UIMessages, uiMessage(o.Thread, m, modelMessagesOf(m)))
 	}
 	return api.GenerateResponse{
 		Text:             res.Text(),
@@ -199,12 +199,19 @@ func toolErrorText(content string) string {
 	return e.Error
 }
 
-// uiMessage is a stored message as the API shows it.
-func uiMessage(th memory.Thread, m memory.Message) api.UIMessage {
+// modelMessagesOf is what a stored message holds: its model messages, or,
+// when they do not decode, one message of its role and text.
+func modelMessagesOf(m memory.Message) []model.Message {
 	ms, err := m.ModelMessages()
 	if err != nil {
-		ms = []model.Message{{Role: m.Role, Content: m.Text}}
+		return []model.Message{{Role: m.Role, Content: m.Text}}
 	}
+	return ms
+}
+
+// uiMessage is a stored message, whose model messages are ms, as the API
+// shows it.
+func uiMessage(th memory.Thread, m memory.Message, ms []model.Message) api.UIMessage {
 	return api.UIMessage{ID: m.ID, Role: m.Role, Parts: uiParts(ms), Metadata: api.UIMetadata{
 		CreatedAt: timestamp(m.CreatedAt), ThreadID: th.ID, ResourceID: th.ResourceID, Pending: m.Pending,
 	}}

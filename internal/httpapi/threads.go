@@ -89,6 +89,11 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		mastra, err := s.mastraShapes(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		order := memory.ThreadOrder{ByUpdated: orderBy == "updatedAt", Ascending: sortD == "ASC"}
 		list, err := s.cfg.Threads.ListThreads(r.Context(), rid, order, page, perPage)
 		if err != nil {
@@ -98,11 +103,6 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 		threads := make([]api.Thread, 0, len(list.Items))
 		for _, th := range list.Items {
 			threads = append(threads, apiThread(th))
-		}
-		mastra, err := s.mastraShapes(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
 		}
 		if mastra {
 			// Mastra's client reads the list as an array of threads.
@@ -143,23 +143,26 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		mastra, err := s.mastraShapes(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		th, list, err := s.cfg.Threads.Messages(r.Context(), id, rid, page, perPage)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		ui := make([]api.UIMessage, 0, len(list.Items))
+		decoded := make([][]model.Message, 0, len(list.Items))
 		for _, m := range list.Items {
-			ui = append(ui, uiMessage(th, m))
-		}
-		mastra, err := s.mastraShapes(r)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
+			ms := modelMessagesOf(m)
+			decoded = append(decoded, ms)
+			ui = append(ui, uiMessage(th, m, ms))
 		}
 		if mastra {
 			// Mastra's client reads {messages (model messages), uiMessages}.
-			writeJSON(w, http.StatusOK, mastraMessages{Messages: coreMessages(list.Items), UIMessages: ui, LegacyMessages: []any{},
+			writeJSON(w, http.StatusOK, mastraMessages{Messages: coreMessages(list.Items, decoded), UIMessages: ui, LegacyMessages: []any{},
 				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
 			return
 		}
@@ -369,14 +372,12 @@ type corePart struct {
 	IsError    bool            `json:"isError,omitempty"`
 }
 
-func coreMessages(msgs []memory.Message) []coreMessage {
+// coreMessages are msgs, whose model messages are decoded, as Mastra's
+// core messages.
+func coreMessages(msgs []memory.Message, decoded [][]model.Message) []coreMessage {
 	out := []coreMessage{}
-	for _, m := range msgs {
-		ms, err := m.ModelMessages()
-		if err != nil {
-			ms = []model.Message{{Role: m.Role, Content: m.Text}}
-		}
-		for i, mm := range ms {
+	for k, m := range msgs {
+		for i, mm := range decoded[k] {
 			cm := coreMessage{Role: mm.Role, Content: mm.Content}
 			if i == 0 {
 				cm.ID = m.ID
