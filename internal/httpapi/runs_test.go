@@ -254,6 +254,20 @@ func TestAbandonedRunIsCancelled(t *testing.T) {
 	}
 }
 
+// TestResumedInTimeGoesOn: a run whose stream broke and was resumed within
+// the grace period is not cancelled when the period ends: it finishes.
+func TestResumedInTimeGoesOn(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 40 * time.Millisecond; c.ResumeGrace = 200 * time.Millisecond })
+	_, next, drop := openStream(t, "POST", svc.URL+streamPath, slowStory, nil)
+	before := readUntil(t, next, 3)
+	runID := runIDOf(t, before[0])
+	drop()
+	_, next, _ = openStream(t, "GET", svc.URL+"/api/agents/companionAgent/runs/"+runID+"/stream?resourceId=reader", "", http.Header{"Last-Event-Id": {"3"}})
+	// The story takes far longer than the grace period: the resumed
+	// stream outlives it.
+	checkResumed(t, before, readAll(next))
+}
+
 // TestResumeOnAnotherInstance: with Redis, a stream dropped mid-run on one
 // instance resumes on another, with no event lost or repeated; a cancel
 // sent to the other instance stops a run on the first.
@@ -290,7 +304,7 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 		t.Fatalf("cancel on the other instance: %d %s", res.StatusCode, body)
 	}
 	evs := events(t, append(first, readAll(next)...))
-	if n := len(evs); evs[n-2].Error == nil || evs[n-2].Error.Code != api.CodeCancelled {
+	if n := len(evs); n < 2 || evs[n-2].Error == nil || evs[n-2].Error.Code != api.CodeCancelled {
 		t.Fatalf("the run cancelled from the other instance ended with %v", apitest.Types(evs))
 	}
 }
