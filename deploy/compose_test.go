@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -82,25 +81,6 @@ func inContainer(t *testing.T, s types.ServiceConfig, path string) string {
 		}
 	}
 	return ""
-}
-
-// dig walks nested maps and lists along keys (list indexes as numbers).
-func dig(v any, keys ...string) any {
-	for _, k := range keys {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[k]
-		case []any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
 }
 
 // TestComposeFiles: the stack loads, everything it mounts or builds from
@@ -196,7 +176,7 @@ func TestComposeService(t *testing.T) {
 		t.Fatalf("the collector does not run observability/otel/collector.yaml: command %v, mounts %v", col.Command, mounts(t, col))
 	}
 	c := testkit.ReadYAML(t, colConfig)
-	if recv, _ := dig(c, "receivers", "otlp", "protocols", "http", "endpoint").(string); port(t, recv) != otlpPort {
+	if recv, _ := testkit.Dig(c, "receivers", "otlp", "protocols", "http", "endpoint").(string); port(t, recv) != otlpPort {
 		t.Errorf("the service sends OTLP to port %d, the collector receives HTTP on %s", otlpPort, recv)
 	}
 	backend := composeEnv(col)["TRACES_BACKEND_ENDPOINT"]
@@ -244,7 +224,7 @@ func TestComposePrometheusAndGrafana(t *testing.T) {
 		}
 	}
 	companion := service(t, p, "companion")
-	target, _ := dig(cfg, "scrape_configs", "0", "static_configs", "0", "targets", "0").(string)
+	target, _ := testkit.Dig(cfg, "scrape_configs", "0", "static_configs", "0", "targets", "0").(string)
 	host, _, _ := strings.Cut(target, ":")
 	if host != companion.Name || port(t, target) != int(companion.Ports[0].Target) {
 		t.Errorf("Prometheus scrapes %q; the service is %s on port %d", target, companion.Name, companion.Ports[0].Target)
@@ -255,11 +235,11 @@ func TestComposePrometheusAndGrafana(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(dsDir, "*.yaml"))
 	kinds := map[string]bool{}
 	for _, f := range files {
-		list, _ := dig(testkit.ReadYAML(t, f), "datasources").([]any)
+		list, _ := testkit.Dig(testkit.ReadYAML(t, f), "datasources").([]any)
 		for _, ds := range list {
-			kind, _ := dig(ds, "type").(string)
+			kind, _ := testkit.Dig(ds, "type").(string)
 			kinds[kind] = true
-			u, _ := dig(ds, "url").(string)
+			u, _ := testkit.Dig(ds, "url").(string)
 			host, port := hostPort(t, u)
 			if _, err := p.GetService(host); err != nil {
 				t.Errorf("data source %s: %s is no service of the stack", f, u)
@@ -277,7 +257,7 @@ func TestComposePrometheusAndGrafana(t *testing.T) {
 	if provider == "" {
 		t.Fatal("the dashboard provisioning is not mounted")
 	}
-	dashDir, _ := dig(testkit.ReadYAML(t, provider), "providers", "0", "options", "path").(string)
+	dashDir, _ := testkit.Dig(testkit.ReadYAML(t, provider), "providers", "0", "options", "path").(string)
 	if host := inContainer(t, graf, filepath.Join(dashDir, "companion.json")); host == "" {
 		t.Errorf("the dashboard is not mounted under %s", dashDir)
 	}

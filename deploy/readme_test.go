@@ -72,3 +72,15 @@ func TestReadmeDeployment(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeConfiguration: the README's configuration table names the
+// variable of every flag of companion serve (the deployments' settings are
+// checked against it).
+func TestReadmeConfiguration(t *testing.T) {
+	readme := readmeVariables(t)
+	for _, f := range serveFlags(t) {
+		if f.env != "" && !readme[f.env] {
+			t.Errorf("README.md's configuration table lacks $%s (-%s)", f.env, f.name)
+		}
+	}
+}

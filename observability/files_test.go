@@ -184,27 +184,15 @@ func TestDashboardCoversEveryMetric(t *testing.T) {
 	}
 }
 
-// get walks m along keys; a missing key gives nil.
-func get(m any, keys ...string) any {
-	for _, k := range keys {
-		mm, ok := m.(map[string]any)
-		if !ok {
-			return nil
-		}
-		m = mm[k]
-	}
-	return m
-}
-
 func TestGrafanaProvisioning(t *testing.T) {
 	ds := testkit.ReadYAML(t, "grafana/provisioning/datasources/prometheus.yaml")
 	list, _ := ds["datasources"].([]any)
-	if ds["apiVersion"] != 1 || len(list) != 1 || get(list[0], "type") != "prometheus" || get(list[0], "uid") == nil || get(list[0], "url") == nil {
+	if ds["apiVersion"] != 1 || len(list) != 1 || testkit.Dig(list[0], "type") != "prometheus" || testkit.Dig(list[0], "uid") == nil || testkit.Dig(list[0], "url") == nil {
 		t.Fatalf("datasources: %v", ds)
 	}
 	dp := testkit.ReadYAML(t, "grafana/provisioning/dashboards/companion.yaml")
 	providers, _ := dp["providers"].([]any)
-	if dp["apiVersion"] != 1 || len(providers) != 1 || get(providers[0], "type") != "file" || get(providers[0], "options", "path") == nil {
+	if dp["apiVersion"] != 1 || len(providers) != 1 || testkit.Dig(providers[0], "type") != "file" || testkit.Dig(providers[0], "options", "path") == nil {
 		t.Fatalf("dashboard providers: %v", dp)
 	}
 }
@@ -215,11 +203,11 @@ func TestGrafanaProvisioning(t *testing.T) {
 func TestCollectorConfig(t *testing.T) {
 	c := testkit.ReadYAML(t, "otel/collector.yaml")
 	for _, proto := range []string{"grpc", "http"} {
-		if get(c, "receivers", "otlp", "protocols", proto, "endpoint") == nil {
+		if testkit.Dig(c, "receivers", "otlp", "protocols", proto, "endpoint") == nil {
 			t.Errorf("the otlp receiver does not listen on %s", proto)
 		}
 	}
-	traces, ok := get(c, "service", "pipelines", "traces").(map[string]any)
+	traces, ok := testkit.Dig(c, "service", "pipelines", "traces").(map[string]any)
 	if !ok {
 		t.Fatal("no traces pipeline")
 	}
@@ -229,7 +217,7 @@ func TestCollectorConfig(t *testing.T) {
 			t.Errorf("the traces pipeline has no %s", kind)
 		}
 		for _, n := range names {
-			if _, ok := get(c, kind).(map[string]any)[fmt.Sprint(n)]; !ok {
+			if _, ok := testkit.Dig(c, kind).(map[string]any)[fmt.Sprint(n)]; !ok {
 				t.Errorf("the traces pipeline names %s %v, which is not defined", kind, n)
 			}
 		}
@@ -244,8 +232,8 @@ func TestCollectorConfig(t *testing.T) {
 	if rs, _ := traces["receivers"].([]any); !slices.Contains(rs, any("otlp")) {
 		t.Errorf("the traces pipeline does not receive OTLP: %v", rs)
 	}
-	exts, _ := get(c, "service", "extensions").([]any)
-	defined, _ := get(c, "extensions").(map[string]any)
+	exts, _ := testkit.Dig(c, "service", "extensions").([]any)
+	defined, _ := testkit.Dig(c, "extensions").(map[string]any)
 	for _, e := range exts {
 		if _, ok := defined[fmt.Sprint(e)]; !ok {
 			t.Errorf("extension %v is not defined", e)
@@ -258,10 +246,10 @@ func TestCollectorConfig(t *testing.T) {
 func TestTracesLink(t *testing.T) {
 	ds := testkit.ReadYAML(t, "grafana/provisioning/datasources/jaeger.yaml")
 	list, _ := ds["datasources"].([]any)
-	if ds["apiVersion"] != 1 || len(list) != 1 || get(list[0], "type") != "jaeger" || get(list[0], "url") == nil {
+	if ds["apiVersion"] != 1 || len(list) != 1 || testkit.Dig(list[0], "type") != "jaeger" || testkit.Dig(list[0], "url") == nil {
 		t.Fatalf("trace datasources: %v", ds)
 	}
-	uid, _ := get(list[0], "uid").(string)
+	uid, _ := testkit.Dig(list[0], "uid").(string)
 
 	b, err := os.ReadFile(dashboardPath)
 	if err != nil {

@@ -130,6 +130,26 @@ func ReadYAML(t testing.TB, path string) map[string]any {
 	return m
 }
 
+// Dig walks what ReadYAML (or encoding/json) decoded along keys: map keys,
+// and list indexes as numbers. A missing key or index gives nil.
+func Dig(v any, keys ...string) any {
+	for _, k := range keys {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
 // builds are the folders Build made, by its arguments: each set is built
 // once per test binary, however many tests ask for it.
 var builds sync.Map // string -> *build
