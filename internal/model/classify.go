@@ -51,13 +51,16 @@ func StatusError(provider string, status int, header http.Header, detail string,
 }
 
 // TransportError classifies a failure to reach a provider or to read its
-// answer. Cancellation is returned as it is: it is the caller's doing, not
-// the provider's fault. A deadline is the caller's too when ctx has ended
-// (the caller checks that first); otherwise it is the HTTP client's own
-// timeout, and the provider's. midStream tells whether the answer had
-// begun. The message is fit for a client: the cause, which names the
-// address, stays in Err.
-func TransportError(provider string, err error, midStream bool) error {
+// answer, for a call made with ctx. When ctx has ended, its error is
+// returned: a cancellation or a deadline of the caller's own, not the
+// provider's fault. So is a cancellation. Another deadline is the HTTP
+// client's own timeout, and the provider's. midStream tells whether the
+// answer had begun. The message is fit for a client: the cause, which names
+// the address, stays in Err.
+func TransportError(ctx context.Context, provider string, err error, midStream bool) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if errors.Is(err, context.Canceled) {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestTransportErrorMessages(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var me *model.Error
-			if err := model.TransportError("p", tc.err, tc.midStream); !errors.As(err, &me) {
+			if err := model.TransportError(context.Background(), "p", tc.err, tc.midStream); !errors.As(err, &me) {
 				t.Fatalf("%v (%T), want a *model.Error", err, err)
 			}
 			if me.Kind != tc.kind || me.Temporary != tc.temporary || me.Message != tc.message {
@@ -84,8 +84,15 @@ func TestTransportErrorMessages(t *testing.T) {
 		t.Fatalf("a refused connection is %v", refused)
 	}
 	// The caller's cancellation is not the provider's failure.
-	if err := model.TransportError("p", context.Canceled, false); err != context.Canceled {
+	if err := model.TransportError(context.Background(), "p", context.Canceled, false); err != context.Canceled {
 		t.Errorf("cancellation: %v", err)
+	}
+	// Nor is the end of the caller's own deadline, whatever the client
+	// made of it.
+	ctx, cancel := context.WithTimeout(context.Background(), 0)
+	defer cancel()
+	if err := model.TransportError(ctx, "p", errors.New("read tcp: i/o timeout"), true); err != context.DeadlineExceeded {
+		t.Errorf("the caller's deadline: %v", err)
 	}
 }
 

@@ -104,7 +104,7 @@ func TestResilient(t *testing.T) {
 		{name: "400 not retried", steps: []step{{err: status(400, ""), hangAfter: never}}, wantTries: 1, wantKind: model.KindRejected},
 		{name: "retry-after honoured", steps: []step{{err: status(429, "0.05"), hangAfter: never}, {parts: 1, hangAfter: never}}, wantTries: 2, wantTexts: 1},
 		{name: "retry-after beyond budget", steps: []step{{err: status(429, "5"), hangAfter: never}}, wantTries: 1, wantKind: model.KindUnavailable, maxElapsed: 500 * time.Millisecond},
-		{name: "connection error retried", steps: []step{{err: model.TransportError("scripted", errors.New("dial: connection refused"), false), hangAfter: never}, {parts: 1, hangAfter: never}}, wantTries: 2, wantTexts: 1},
+		{name: "connection error retried", steps: []step{{err: model.TransportError(context.Background(), "scripted", errors.New("dial: connection refused"), false), hangAfter: never}, {parts: 1, hangAfter: never}}, wantTries: 2, wantTexts: 1},
 		{name: "no retry after the first part", steps: []step{{parts: 2, err: status(503, ""), hangAfter: never}}, wantTries: 1, wantKind: model.KindUnavailable, wantTexts: 2},
 		{name: "first-token timeout", steps: []step{{hangAfter: 0}}, policy: func(p *model.Policy) { p.FirstTokenTimeout = 20 * time.Millisecond },
 			wantTries: 1, wantKind: model.KindTimeout, wantInMsg: "first-token timeout"},

@@ -101,7 +101,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		hreq.Header.Set("Accept", "text/event-stream")
 		res, err := m.cfg.HTTPClient.Do(hreq)
 		if err != nil {
-			yield(model.Part{}, transportError(ctx, err, false))
+			yield(model.Part{}, model.TransportError(ctx, Provider, err, false))
 			return
 		}
 		defer res.Body.Close()
@@ -114,7 +114,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		d := &decoder{}
 		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: 1 << 20}) {
 			if err != nil {
-				yield(model.Part{}, transportError(ctx, err, d.began))
+				yield(model.Part{}, model.TransportError(ctx, Provider, err, d.began))
 				return
 			}
 			parts, done, err := d.event(ev.Data)
@@ -139,15 +139,6 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: Provider, Temporary: !d.began,
 			Message: "the stream ended before message-end"})
 	}
-}
-
-// transportError classifies a failure to send the request or to read the
-// answer, leaving the caller's own cancellation or deadline as it is.
-func transportError(ctx context.Context, err error, midStream bool) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return model.TransportError(Provider, err, midStream)
 }
 
 // Request is the v2 chat request for req.

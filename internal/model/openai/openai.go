@@ -444,5 +444,5 @@ func (m *Model) failure(ctx context.Context, err error, began bool) error {
 		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
 	}
 	// A failure to send the request, or to read the answer.
-	return model.TransportError(p, err, began)
+	return model.TransportError(ctx, p, err, began)
 }
