@@ -193,11 +193,12 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 			if msg.ID == "" {
 				msg.ID = m.cfg.NewID()
 			}
-			stored, err := encodeModel([]model.Message{{Role: msg.Role, Content: msg.Content}})
+			row, err := clientRow(msg, now)
 			if err != nil {
 				return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")
 			}
-			rows = append(rows, Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Model: stored, Pending: true, CreatedAt: now})
+			row.Pending = true
+			rows = append(rows, row)
 			msgs = append(msgs, msg)
 		}
 		if err := m.checkThreadBytes(th, rows); err != nil {
@@ -227,12 +228,10 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 // saveReply stores res's reply, marks the messages it answers and counts
 // its tokens.
 func (m *Memory) saveReply(ctx context.Context, turn Turn, in agent.Input, res *agent.Result) ([]Message, Message, error) {
-	stored, err := encodeModel(res.Reply)
+	reply, err := replyRow(res)
 	if err != nil {
 		return nil, Message{}, err
 	}
-	reply := Message{ID: res.ReplyID, Role: model.RoleAssistant, Text: strings.ReplaceAll(res.Text(), "\x00", ""),
-		Model: stored, RunID: res.RunID, CreatedAt: res.Started}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
 	defer cancel()
 	return turn.Answer(sctx, reply, m.usage(in.ResourceID, in.ThreadID, res.Usage, res.Cost))
@@ -420,10 +419,36 @@ func (u Unstored) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Ou
 	o := &Outcome{Result: res, Thread: Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`),
 		CreatedAt: res.Started, UpdatedAt: res.Started}}
 	for _, m := range res.Input {
-		stored, _ := encodeModel([]model.Message{{Role: m.Role, Content: m.Content}})
-		o.Stored = append(o.Stored, Message{ID: m.ID, Role: m.Role, Text: m.Content, Model: stored, CreatedAt: res.Started})
+		row, err := clientRow(m, res.Started)
+		if err != nil {
+			return nil, err
+		}
+		o.Stored = append(o.Stored, row)
 	}
-	reply, _ := encodeModel(res.Reply)
-	o.Stored = append(o.Stored, Message{ID: res.ReplyID, Role: model.RoleAssistant, Text: res.Text(), Model: reply, RunID: res.RunID, CreatedAt: res.Started})
+	reply, err := replyRow(res)
+	if err != nil {
+		return nil, err
+	}
+	o.Stored = append(o.Stored, reply)
 	return o, nil
+}
+
+// clientRow is a message of the client's as a turn stores it, at now.
+func clientRow(msg agent.Message, now time.Time) (Message, error) {
+	stored, err := encodeModel([]model.Message{{Role: msg.Role, Content: msg.Content}})
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{ID: msg.ID, Role: msg.Role, Text: msg.Content, Model: stored, CreatedAt: now}, nil
+}
+
+// replyRow is a run's reply as a turn stores it. Its text keeps no NUL
+// characters, which the stores cannot hold.
+func replyRow(res *agent.Result) (Message, error) {
+	stored, err := encodeModel(res.Reply)
+	if err != nil {
+		return Message{}, err
+	}
+	return Message{ID: res.ReplyID, Role: model.RoleAssistant, Text: strings.ReplaceAll(res.Text(), "\x00", ""),
+		Model: stored, RunID: res.RunID, CreatedAt: res.Started}, nil
 }
