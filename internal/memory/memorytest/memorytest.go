@@ -231,6 +231,13 @@ func testTail(t *testing.T, h Harness) {
 		if got := strings.Join(ids(tail), " "); got != tc.want {
 			t.Errorf("Tail(%d) = %s, want %s", tc.n, got, tc.want)
 		}
+		// The same window, as a turn reads it (Begin).
+		if tail, _, err = planned(ctx, turn, "t", "r", tc.n, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(ids(tail), " "); got != tc.want {
+			t.Errorf("Begin's tail of %d = %s, want %s", tc.n, got, tc.want)
+		}
 	}
 }
 
@@ -247,16 +254,40 @@ func testKnown(t *testing.T, h Harness) {
 	for i := range 1200 {
 		many = append(many, fmt.Sprint("id-", i))
 	}
-	known, err := turn.Known(ctx, append(many, "a", "c", "z", "b"))
-	if err != nil {
-		t.Fatal(err)
+	// As a turn reads them (Begin), and as Known does.
+	for name, known := range map[string]func([]string) (map[string]bool, error){
+		"Begin": func(ids []string) (map[string]bool, error) {
+			_, k, err := planned(ctx, turn, "t", "r", 0, ids)
+			return k, err
+		},
+		"Known": func(ids []string) (map[string]bool, error) { return turn.Known(ctx, ids) },
+	} {
+		k, err := known(append(many, "a", "c", "z", "b"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(k) != 2 || !k["a"] || !k["b"] {
+			t.Fatalf("%s: known %v, want a and b (c is another thread's)", name, k)
+		}
+		if k, err := known(nil); err != nil || len(k) != 0 {
+			t.Fatalf("%s: no ids: %v %v", name, k, err)
+		}
 	}
-	if len(known) != 2 || !known["a"] || !known["b"] {
-		t.Fatalf("known %v, want a and b (c is another thread's)", known)
-	}
-	if k, err := turn.Known(ctx, nil); err != nil || len(k) != 0 {
-		t.Fatalf("no ids: %v %v", k, err)
-	}
+}
+
+// planned is what a Begin of thread id (owned by resourceID) hands its
+// plan: the last n messages and which of ids the thread holds. The plan
+// stores nothing.
+func planned(ctx context.Context, turn memory.Turn, id, resourceID string, n int, ids []string) ([]memory.Message, map[string]bool, error) {
+	var tail []memory.Message
+	var known map[string]bool
+	now := time.Now()
+	_, _, err := turn.Begin(ctx, memory.Thread{ID: id, ResourceID: resourceID, CreatedAt: now, UpdatedAt: now}, n, ids,
+		func(_ memory.Thread, t []memory.Message, k map[string]bool) ([]memory.Message, error) {
+			tail, known = t, k
+			return nil, nil
+		})
+	return tail, known, err
 }
 
 func testAnswer(t *testing.T, h Harness) {
@@ -822,7 +853,8 @@ func Seed(tb testing.TB, s memory.Store, id string, n int) {
 }
 
 // BenchHistory measures what a turn reads of its thread before the run: the
-// lock, the thread, and the tail of window messages; for threads of 10, 20
+// lock, then Begin reading the thread and the tail of window messages
+// (with nothing new to store); for threads of 10, 20
 // (a full window) and 100,000 messages. The last two read the same rows and
 // should cost about the same.
 func BenchHistory(b *testing.B, h Harness) {
@@ -838,10 +870,8 @@ func BenchHistory(b *testing.B, h Harness) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := turn.Open(ctx, memory.Thread{ID: "bench", ResourceID: "bench", CreatedAt: base, UpdatedAt: base}); err != nil {
-					b.Fatal(err)
-				}
-				tail, err := turn.Tail(ctx, memory.DefaultWindow)
+				// As a turn reads it: Begin, with a plan that stores nothing.
+				tail, _, err := planned(ctx, turn, "bench", "bench", memory.DefaultWindow, nil)
 				if err != nil || len(tail) != min(n, memory.DefaultWindow) {
 					b.Fatalf("tail of %d: %v", len(tail), err)
 				}
