@@ -342,12 +342,6 @@ func (m *Memory) lock(ctx context.Context, threadID string) (Turn, error) {
 // otherwise.
 func (m *Memory) owned(ctx context.Context, id, resourceID string) (Thread, error) {
 	th, err := m.cfg.Store.Thread(ctx, id)
-	return m.ownedAs(id, resourceID, th, err)
-}
-
-// ownedAs is owned for thread id as read (th, err): by the store, or by a
-// turn that holds it.
-func (m *Memory) ownedAs(id, resourceID string, th Thread, err error) (Thread, error) {
 	if errors.Is(err, ErrNotFound) {
 		return th, apperr.Wrap(apperr.NotFound, err, "thread %q not found", id)
 	}

@@ -115,11 +115,9 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID, resourceID string) 
 		return err
 	}
 	defer turn.Unlock()
-	// Owned again under the lock (the thread may have been deleted and
-	// re-created meanwhile), read through the turn: on PostgreSQL the turn
-	// holds a connection, and the pool may have no other to give.
-	th, err := turn.Thread(ctx)
-	if _, err := m.ownedAs(threadID, resourceID, th, err); err != nil {
+	// Owned again under the lock: the thread may have been deleted and
+	// re-created meanwhile.
+	if _, err := m.owned(ctx, threadID, resourceID); err != nil {
 		return err
 	}
 	if err := turn.Delete(ctx); err != nil {

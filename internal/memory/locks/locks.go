@@ -1,8 +1,8 @@
 // Package locks is a set of in-process locks keyed by name, taken in the
 // order they were asked for, with a bounded wait. Stores use it for turns:
 // the SQLite store alone (one process), the PostgreSQL store in front of its
-// advisory lock so that one instance queues its own requests without
-// holding a database connection each.
+// thread leases, so that one instance queues its own requests instead of
+// polling the database for each.
 package locks
 
 import (
