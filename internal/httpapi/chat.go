@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
+	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/apperr"
 )
@@ -43,35 +42,18 @@ type chatMessage struct {
 func (s *Server) handleChat() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
-		if err := agentID(chi.URLParam(r, "agentId")); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		body, err := s.readBody(w, r)
+		in, err := s.runRequest(w, r, func(body []byte) (agent.Input, error) {
+			var req chatRequest
+			if err := decodeJSON(body, &req, nil); err != nil {
+				return agent.Input{}, err
+			}
+			gen, err := s.chatRun(r, req)
+			if err != nil {
+				return agent.Input{}, err
+			}
+			return validateRun(gen, s.cfg.Limits)
+		})
 		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		var req chatRequest
-		if err := decodeJSON(body, &req, nil); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		gen, err := s.chatRun(r, req)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		in, err := validateRun(gen, s.cfg.Limits)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if in.ResourceID, err = s.actAs(r.Context(), in.ResourceID); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		if err := s.limitResource(r.Context(), in.ResourceID); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

@@ -93,6 +93,16 @@ func (s *Server) credential(r *http.Request) (auth.Identity, error) {
 	return auth.Identity{}, apperr.Wrap(apperr.Unauthenticated, err, "%s", msg)
 }
 
+// resource is the resource a request acts for (actAs), once it is within
+// its rate limit.
+func (s *Server) resource(ctx context.Context, named string) (string, error) {
+	rid, err := s.actAs(ctx, named)
+	if err != nil {
+		return "", err
+	}
+	return rid, s.limitResource(ctx, rid)
+}
+
 // actAs is the resource a request acts for, given the resourceId it named
 // ("" for none). Without authentication it is the one named. With it, a
 // request that names none acts for its credential's resource, when the

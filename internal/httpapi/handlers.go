@@ -46,9 +46,15 @@ func (s *Server) handleReady() http.HandlerFunc {
 // readyTimeout bounds a readiness check.
 const readyTimeout = 2 * time.Second
 
-// decodeRunRequest checks the agent id of a generate or stream request and
-// reads and validates its body.
+// decodeRunRequest checks the agent id of a generate or stream request,
+// reads its body and validates it, and settles the resource it acts for.
 func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent.Input, error) {
+	return s.runRequest(w, r, func(body []byte) (agent.Input, error) { return decodeRun(body, s.cfg.Limits) })
+}
+
+// runRequest is decodeRunRequest with decode reading the body: the seed's
+// request, or another client's.
+func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (agent.Input, error) {
 	if err := agentID(chi.URLParam(r, "agentId")); err != nil {
 		return agent.Input{}, err
 	}
@@ -56,14 +62,12 @@ func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent
 	if err != nil {
 		return agent.Input{}, err
 	}
-	in, err := decodeRun(body, s.cfg.Limits)
+	in, err := decode(body)
 	if err != nil {
 		return in, err
 	}
-	if in.ResourceID, err = s.actAs(r.Context(), in.ResourceID); err != nil {
-		return in, err
-	}
-	return in, s.limitResource(r.Context(), in.ResourceID)
+	in.ResourceID, err = s.resource(r.Context(), in.ResourceID)
+	return in, err
 }
 
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run

@@ -274,11 +274,8 @@ func (s *Server) resourceParam(ctx context.Context, q url.Values, required bool)
 	if err := idLimit("resourceId", rid, s.cfg.Limits); err != nil {
 		return "", err
 	}
-	rid, err := s.actAs(ctx, rid)
+	rid, err := s.resource(ctx, rid)
 	if err != nil {
-		return "", err
-	}
-	if err := s.limitResource(ctx, rid); err != nil {
 		return "", err
 	}
 	if required && rid == "" {
