@@ -192,14 +192,7 @@ func (s *Server) ownedRun(r *http.Request) (string, error) {
 	if runID == "" || !utf8.ValidString(runID) || len(runID) > 128 {
 		return "", apperr.New(apperr.Invalid, "runId must be a run's id, as the stream's events give it")
 	}
-	q := r.URL.Query()
-	if err := strictQuery(q, "resourceId", "resourceid", "agentId"); err != nil {
-		return "", err
-	}
-	if err := agentParam(q); err != nil {
-		return "", err
-	}
-	rid, err := s.resourceParam(r.Context(), q, false)
+	_, rid, err := s.ownerQuery(r, false)
 	if err != nil {
 		return "", err
 	}

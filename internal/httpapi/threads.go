@@ -34,15 +34,7 @@ type Threads interface {
 // thread within each day.
 func (s *Server) handleUsage() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		err := strictQuery(q, "resourceId", "resourceid", "agentId", "days")
-		var rid string
-		if err == nil {
-			rid, err = s.resourceParam(r.Context(), q, true)
-		}
-		if err == nil {
-			err = agentParam(q)
-		}
+		q, rid, err := s.ownerQuery(r, true, "days")
 		days := 7
 		if v := q.Get("days"); err == nil && v != "" {
 			if days, err = strconv.Atoi(v); err != nil || days < 1 || days > memory.MaxUsageDays {
@@ -66,19 +58,11 @@ func (s *Server) handleUsage() http.HandlerFunc {
 // threads, newest first.
 func (s *Server) handleListThreads() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
 		var (
-			rid            string
 			page, perPage  int
 			orderBy, sortD string
 		)
-		err := strictQuery(q, "resourceId", "resourceid", "agentId", "page", "perPage", "orderBy", "sortDirection")
-		if err == nil {
-			rid, err = s.resourceParam(r.Context(), q, true)
-		}
-		if err == nil {
-			err = agentParam(q)
-		}
+		q, rid, err := s.ownerQuery(r, true, "page", "perPage", "orderBy", "sortDirection")
 		if err == nil {
 			page, perPage, err = pageParams(q)
 		}
@@ -245,15 +229,24 @@ func (s *Server) threadParams(r *http.Request) (string, string, error) {
 	if err := idLimit("threadId", id, s.cfg.Limits); err != nil {
 		return "", "", err
 	}
+	_, rid, err := s.ownerQuery(r, false, "page", "perPage")
+	return id, rid, err
+}
+
+// ownerQuery reads the query of a threads or runs request: only its
+// parameters more, the owner's (resourceId, or Mastra's resourceid;
+// required or not) and agentId. It returns the query and the resource the
+// request acts for.
+func (s *Server) ownerQuery(r *http.Request, required bool, more ...string) (url.Values, string, error) {
 	q := r.URL.Query()
-	if err := strictQuery(q, "resourceId", "resourceid", "agentId", "page", "perPage"); err != nil {
-		return "", "", err
+	if err := strictQuery(q, append([]string{"resourceId", "resourceid", "agentId"}, more...)...); err != nil {
+		return q, "", err
 	}
 	if err := agentParam(q); err != nil {
-		return "", "", err
+		return q, "", err
 	}
-	rid, err := s.resourceParam(r.Context(), q, false)
-	return id, rid, err
+	rid, err := s.resourceParam(r.Context(), q, required)
+	return q, rid, err
 }
 
 // resourceParam is the resource a threads request acts for: the
