@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,8 @@ const (
 
 // FallbackOptions configures a Fallback limiter.
 type FallbackOptions struct {
-	// Timeout bounds each call to Redis; DefaultTimeout when zero.
+	// Timeout bounds each call to Redis, through its context (the primary
+	// must honour context deadlines); DefaultTimeout when zero.
 	Timeout time.Duration
 	// Backoff is how long Redis is left alone after it failed before one
 	// request tries it again; DefaultBackoff when zero.
@@ -138,24 +140,15 @@ func (f *Fallback) set(up bool, err error) {
 	f.notify(up, err)
 }
 
-// call asks Redis, giving up after the timeout even when the client does
-// not honour context deadlines.
+// call asks Redis, giving up after the timeout. The client must honour
+// context deadlines, as one with ParseRedisURL's options does; a goroutine
+// per call to enforce it would cost every request.
 func (f *Fallback) call(ctx context.Context, key string) (Decision, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	type result struct {
-		d   Decision
-		err error
+	d, err := f.primary.Allow(ctx, key)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return Decision{}, fmt.Errorf("redis rate limit: no answer within %v: %w", f.timeout, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		d, err := f.primary.Allow(ctx, key)
-		done <- result{d, err}
-	}()
-	select {
-	case r := <-done:
-		return r.d, r.err
-	case <-ctx.Done():
-		return Decision{}, fmt.Errorf("redis rate limit: no answer within %v: %w", f.timeout, ctx.Err())
-	}
+	return d, err
 }
