@@ -432,16 +432,17 @@ func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) runlog.Log {
 	if rdb == nil {
 		return local
 	}
-	var logged atomic.Int64
 	return runlog.NewRedis(rdb, local, runlog.RedisOptions{
 		MaxRunTime: cfg.Limits.MaxRunDuration,
-		OnError: func(err error) {
-			// At most a line a minute: an outage must not flood the log.
-			now := time.Now().Unix()
-			if last := logged.Load(); now-last >= 60 && logged.CompareAndSwap(last, now) {
-				log.Warn("run events could not be written to Redis: streams are resumable on this instance only until it answers",
-					slog.String("error", err.Error()))
+		// Each failed call at debug level; an outage's start and end once.
+		OnError: func(err error) { log.Debug("a call to Redis for the run log failed", slog.String("error", err.Error())) },
+		OnChange: func(up bool, err error) {
+			if up {
+				log.Info("Redis answers again: streams are resumable on every instance")
+				return
 			}
+			log.Warn("run events could not be written to Redis: streams are resumable on this instance only until it answers",
+				slog.String("error", err.Error()))
 		},
 	})
 }

@@ -65,6 +65,10 @@ type RedisOptions struct {
 	// goroutines, concurrently, and should be quick (a log line, a
 	// counter).
 	OnError func(error)
+	// OnChange, when set, is called when writes to Redis start failing
+	// (up false, with the error) and when they succeed again (up true):
+	// once for each change, for a log line.
+	OnChange func(up bool, err error)
 }
 
 // Redis writes runs through to Redis, so that every instance sharing it can
@@ -98,6 +102,7 @@ type Redis struct {
 	timeout    time.Duration
 	backoff    time.Duration
 	onError    func(error)
+	onChange   func(up bool, err error)
 
 	healthy atomic.Bool // the latest write succeeded
 	ctx     context.Context
@@ -129,6 +134,7 @@ func NewRedis(client redis.UniversalClient, local *Memory, opts RedisOptions) *R
 		timeout:    opts.Timeout,
 		backoff:    opts.Backoff,
 		onError:    opts.OnError,
+		onChange:   opts.OnChange,
 	}
 	if r.prefix == "" {
 		r.prefix = DefaultPrefix
@@ -145,6 +151,9 @@ func NewRedis(client redis.UniversalClient, local *Memory, opts RedisOptions) *R
 	}
 	if r.backoff <= 0 {
 		r.backoff = DefaultBackoff
+	}
+	if r.onChange == nil {
+		r.onChange = func(bool, error) {}
 	}
 	if r.onError == nil {
 		r.onError = func(error) {}
@@ -578,7 +587,9 @@ func (w *redisWriter) flush() {
 		if w.log.ctx.Err() != nil {
 			continue // closed: next returns false
 		}
-		w.log.healthy.Store(err == nil)
+		if up := err == nil; w.log.healthy.Swap(up) != up {
+			w.log.onChange(up, err)
+		}
 		if err == nil {
 			continue
 		}

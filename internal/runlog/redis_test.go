@@ -2,6 +2,7 @@ package runlog_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -214,9 +215,19 @@ func TestRedisOutage(t *testing.T) {
 		return c
 	}
 	var seen errs
+	var mu sync.Mutex
+	var changes []bool
 	opts := runlog.RedisOptions{OnError: seen.record, Timeout: 200 * time.Millisecond}
-	a := newRedis(t, client(), nil, opts)
 	b := newRedis(t, client(), nil, opts)
+	opts.OnChange = func(up bool, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if up != (err == nil) {
+			t.Errorf("OnChange(%v, %v)", up, err)
+		}
+		changes = append(changes, up)
+	}
+	a := newRedis(t, client(), nil, opts)
 
 	wr := start(t, a, "run-1")
 	var got []runlog.Entry
@@ -258,6 +269,11 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatal("the follower on the other instance did not end")
 	}
 	wantEntries(t, got, 0, total)
+	mu.Lock()
+	if fmt.Sprint(changes) != "[false true]" {
+		t.Errorf("the writing instance reported the changes %v, want down then up", changes)
+	}
+	mu.Unlock()
 	if len(followErrs) == 0 {
 		t.Fatal("the follower saw no error while Redis was down")
 	}
