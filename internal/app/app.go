@@ -435,7 +435,9 @@ func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) runlog.Log {
 	return runlog.NewRedis(rdb, local, runlog.RedisOptions{
 		MaxRunTime: cfg.Limits.MaxRunDuration,
 		// Each failed call at debug level; an outage's start and end once.
-		OnError: func(err error) { log.Debug("a call to Redis for the run log failed", slog.String("error", err.Error())) },
+		OnError: func(err error) {
+			log.Debug("a call to Redis for the run log failed", slog.String("error", err.Error()))
+		},
 		OnChange: func(up bool, err error) {
 			if up {
 				log.Info("Redis answers again: streams are resumable on every instance")
