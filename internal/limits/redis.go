@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/companionhq/companion/internal/redact"
 	"net/url"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/companionhq/companion/internal/redact"
 )
 
 // DefaultPrefix is the prefix the service gives its rate limit keys in Redis.
