@@ -59,3 +59,42 @@ apt_install() {
   fi
   return "$status"
 }
+
+# require_node NAME WHY: fails unless node on PATH is 20 or newer (WHY says
+# what needs it); sets node_version.
+require_node() {
+  node_version="$(node --version)"
+  local major="${node_version#v}"
+  major="${major%%.*}"
+  if ! [ "$major" -ge 20 ] 2>/dev/null; then
+    echo "$1: node $node_version is too old: $2 needs Node.js 20 or newer" >&2
+    return 1
+  fi
+}
+
+# npm_ci_stamped NAME DIR NOTE: runs `npm ci` in DIR unless DIR/node_modules
+# was installed from the same package-lock.json (the stamp file
+# node_modules/.package-lock.sha256, which the Go tests read too); one
+# install at a time in DIR (the Go tests take the same lock). NOTE starts
+# the line it prints. Installs only where install_allowed.
+npm_ci_stamped() {
+  local name="$1" dir="$2" note="$3"
+  local stamp="$dir/node_modules/.package-lock.sha256"
+  if command -v flock >/dev/null 2>&1; then
+    exec 9>"$dir/.npm-ci.lock"
+    flock 9
+  fi
+  local want
+  want="$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)"
+  if [ -d "$dir/node_modules" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    echo "$name: $note; $dir/node_modules is up to date"
+    return 0
+  fi
+  if ! install_allowed; then
+    missing "$name" "$dir/node_modules is missing or was installed from another package-lock.json"
+    return 1
+  fi
+  echo "$name: $note, npm $(npm --version); npm ci in $dir"
+  (cd "$dir" && npm ci --no-audit --no-fund)
+  printf '%s\n' "$want" >"$stamp"
+}
