@@ -356,6 +356,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Propagator:      propagation.TraceContext{},
 		Observer:        metrics,
 		Metrics:         apiMetrics,
+		Document:        openapi.Spec(),
 		Auth:            authn,
 		CORSOrigins:     cfg.CORSOrigins,
 		TrustedProxies:  cfg.TrustedProxies,
@@ -365,7 +366,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		StreamRetention: cfg.StreamRetention,
 		ResumeGrace:     cfg.ResumeGrace,
 	})
-	a.handler = withDocument(a.api)
+	a.handler = a.api
 	if cfg.WebUI {
 		a.handler = withWebUI(a.handler, web.Handler())
 	}
@@ -379,19 +380,6 @@ func withWebUI(api, page http.Handler) http.Handler {
 		if (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
 			(r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/assets/")) {
 			page.ServeHTTP(w, r)
-			return
-		}
-		api.ServeHTTP(w, r)
-	})
-}
-
-// withDocument serves the API's OpenAPI document at /openapi.json in front
-// of api, and everything else with api.
-func withDocument(api http.Handler) http.Handler {
-	doc := openapi.Handler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == openapi.Path {
-			doc.ServeHTTP(w, r)
 			return
 		}
 		api.ServeHTTP(w, r)

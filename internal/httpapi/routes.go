@@ -1,6 +1,9 @@
 package httpapi
 
 import (
+	"strconv"
+
+	"github.com/companionhq/companion/internal/openapi"
 	"net/http"
 	"strings"
 
@@ -26,6 +29,14 @@ func (s *Server) routes() chi.Router {
 	// Probes answer anyone: an orchestrator has no credential.
 	r.Get("/health", s.handleHealth())
 	r.Get("/ready", s.handleReady())
+	// So is the API's description: it holds nothing of anyone's.
+	if s.cfg.Document != nil {
+		r.Get(openapi.Path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(s.cfg.Document)))
+			_, _ = w.Write(s.cfg.Document)
+		})
+	}
 
 	r.Group(func(r chi.Router) {
 		// The address's limit comes first: it also bounds guessing at keys.

@@ -160,6 +160,9 @@ type Config struct {
 	Observer Observer
 	// Metrics, when set, is served at GET /metrics.
 	Metrics http.Handler
+	// Document, when set, is the API's OpenAPI document as JSON, served to
+	// anyone at GET /openapi.json.
+	Document []byte
 	// Auth authenticates every request but /health and /ready; nil, or one
 	// not Enabled, leaves authentication off.
 	Auth Authenticator

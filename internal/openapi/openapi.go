@@ -1,5 +1,5 @@
 // Package openapi holds the OpenAPI 3.1 document of the companion API
-// (openapi.yaml) and serves it as JSON at GET /openapi.json. The document is
+// (openapi.yaml), which the service serves as JSON at GET /openapi.json. The document is
 // written by hand and checked against the service's real responses by this
 // package's test, so that the two cannot drift apart.
 package openapi
@@ -9,16 +9,12 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"strconv"
 	"sync"
 
 	"go.yaml.in/yaml/v4"
-
-	"github.com/companionhq/companion/internal/requestid"
 )
 
-// Path is where Handler serves the document.
+// Path is where the service serves the document.
 const Path = "/openapi.json"
 
 //go:embed openapi.yaml
@@ -36,32 +32,6 @@ func Spec() []byte {
 		panic(fmt.Sprintf("openapi: the embedded document does not convert to JSON: %v", err))
 	}
 	return bytes.Clone(b)
-}
-
-// Handler serves GET /openapi.json: the document as JSON. Any other method
-// answers 405 with Allow, and every answer carries X-Request-Id, as the
-// API's do.
-func Handler() http.Handler {
-	spec := Spec()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(requestid.Header)
-		if len(r.Header.Values(requestid.Header)) != 1 || !requestid.Valid(id) {
-			id = requestid.New()
-		}
-		h := w.Header()
-		h.Set(requestid.Header, id)
-		h.Set("Content-Type", "application/json")
-		if r.Method != http.MethodGet {
-			h.Set("Allow", http.MethodGet)
-			h.Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			b, _ := json.Marshal(map[string]string{"error": "method " + r.Method + " is not allowed on " + Path + ": use GET"})
-			_, _ = w.Write(append(b, '\n'))
-			return
-		}
-		h.Set("Content-Length", strconv.Itoa(len(spec)))
-		_, _ = w.Write(spec)
-	})
 }
 
 // toJSON converts a YAML document to JSON. Mapping keys are always strings
