@@ -181,7 +181,6 @@ type row struct {
 	// cpu of the process under test, of the upstream behind it, and of the
 	// load generator, in cores (CPU seconds per second).
 	cpu, cpuUpstream, cpuLoad float64
-	ratio, added              string
 }
 
 // measureRow measures t at conns connections; under is the process under
@@ -324,7 +323,6 @@ func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
 			return ctx.Err()
 		}
 	}
-	fillRatios(rows)
 	printTable(stdout, rows, h.cfg)
 	for _, n := range notes {
 		fmt.Fprintln(stdout, "note:", n)
@@ -483,38 +481,42 @@ func checkService(ctx context.Context, gen, str target) error {
 	return nil
 }
 
-// fillRatios sets each row's comparison: a service in front of the
-// upstream against the upstream alone at the same connections (throughput
-// ratio, and the latency it adds at one connection); PostgreSQL against
-// SQLite.
-func fillRatios(rows []row) {
-	find := func(system, endpoint string, conns int) *row {
-		for i := range rows {
-			if rows[i].system == system && rows[i].endpoint == endpoint && rows[i].conns == conns {
-				return &rows[i]
-			}
-		}
-		return nil
-	}
+// find is the row of system, endpoint and connection count, or nil.
+func find(rows []row, system, endpoint string, conns int) *row {
 	for i := range rows {
-		r := &rows[i]
-		switch r.system {
-		case sysProxied:
-			u := find(sysUpstream, "stream", r.conns)
-			if u == nil || u.st.rps() == 0 {
-				continue
-			}
-			r.ratio = fmt.Sprintf("%.2fx upstream", r.st.rps()/u.st.rps())
-			if r.conns == 1 && len(r.st.lat) > 0 && len(u.st.lat) > 0 {
-				r.added = fmt.Sprintf("+%s / +%s", ms(quantile(r.st.lat, 0.5)-quantile(u.st.lat, 0.5)),
-					ms(quantile(r.st.lat, 0.99)-quantile(u.st.lat, 0.99)))
-			}
-		case sysFakePG:
-			s := find(sysFakeSQLite, r.endpoint, r.conns)
-			if s == nil || s.st.rps() == 0 {
-				continue
-			}
-			r.ratio = fmt.Sprintf("%.2fx SQLite", r.st.rps()/s.st.rps())
+		if rows[i].system == system && rows[i].endpoint == endpoint && rows[i].conns == conns {
+			return &rows[i]
 		}
 	}
+	return nil
+}
+
+// ratio is r's throughput over that of the row it is compared with: the
+// upstream alone for the service in front of it, SQLite for PostgreSQL;
+// of names that row. ok is false for a row compared with none.
+func ratio(rows []row, r *row) (q float64, of string, ok bool) {
+	var base *row
+	switch r.system {
+	case sysProxied:
+		base, of = find(rows, sysUpstream, "stream", r.conns), "upstream"
+	case sysFakePG:
+		base, of = find(rows, sysFakeSQLite, r.endpoint, r.conns), "SQLite"
+	}
+	if base == nil || base.st.rps() == 0 {
+		return 0, "", false
+	}
+	return r.st.rps() / base.st.rps(), of, true
+}
+
+// added is what the service in front of the upstream adds to the upstream
+// alone's p50 and p99, at one connection; ok is false for other rows.
+func added(rows []row, r *row) (p50, p99 time.Duration, ok bool) {
+	if r.system != sysProxied || r.conns != 1 {
+		return 0, 0, false
+	}
+	u := find(rows, sysUpstream, "stream", 1)
+	if u == nil || len(r.st.lat) == 0 || len(u.st.lat) == 0 {
+		return 0, 0, false
+	}
+	return quantile(r.st.lat, 0.5) - quantile(u.st.lat, 0.5), quantile(r.st.lat, 0.99) - quantile(u.st.lat, 0.99), true
 }

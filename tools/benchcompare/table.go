@@ -38,13 +38,6 @@ func cores(c float64) string {
 	return fmt.Sprintf("%.2f", c)
 }
 
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 // printTable prints the comparison's one table and its legend.
 func printTable(w io.Writer, rows []row, cfg config) {
 	fmt.Fprintf(w, "\n%s per measurement after %s of warm-up; %d tokens per answer; %d CPUs; %s\n\n",
@@ -56,6 +49,13 @@ func printTable(w io.Writer, rows []row, cfg config) {
 		if len(r.st.ttfe) > 0 {
 			ttfe50, ttfe99 = ms(quantile(r.st.ttfe, 0.5)), ms(quantile(r.st.ttfe, 0.99))
 		}
+		rs, as := "-", "-"
+		if q, of, ok := ratio(rows, &r); ok {
+			rs = fmt.Sprintf("%.2fx %s", q, of)
+		}
+		if p50, p99, ok := added(rows, &r); ok {
+			as = fmt.Sprintf("+%s / +%s", ms(p50), ms(p99))
+		}
 		perReq := "-"
 		if rps := r.st.rps(); rps > 0 && r.cpu > 0 {
 			perReq = fmt.Sprintf("%.2f", r.cpu/rps*1000)
@@ -64,7 +64,7 @@ func printTable(w io.Writer, rows []row, cfg config) {
 			r.system, r.endpoint, r.conns, r.st.rps(),
 			ms(quantile(r.st.lat, 0.5)), ms(quantile(r.st.lat, 0.99)), ttfe50, ttfe99,
 			r.st.errors(), mb(r.idle), mb(r.idleAnon), mb(r.peak),
-			cores(r.cpu), perReq, cores(r.cpuUpstream), cores(r.cpuLoad), orDash(r.ratio), orDash(r.added))
+			cores(r.cpu), perReq, cores(r.cpuUpstream), cores(r.cpuLoad), rs, as)
 	}
 	tw.Flush()
 	fmt.Fprint(w, `
@@ -91,14 +91,7 @@ func connections(n int) string {
 
 // printTargets compares the figures with the performance targets.
 func printTargets(w io.Writer, rows []row) {
-	find := func(system, endpoint string, conns int) *row {
-		for i := range rows {
-			if rows[i].system == system && rows[i].endpoint == endpoint && rows[i].conns == conns {
-				return &rows[i]
-			}
-		}
-		return nil
-	}
+	at := func(system, endpoint string, conns int) *row { return find(rows, system, endpoint, conns) }
 	verdict := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -112,32 +105,34 @@ func printTargets(w io.Writer, rows []row) {
 	}
 	for _, ep := range []string{"generate", "stream"} {
 		for _, c := range []int{1, maxConns} {
-			s, u := find(sysProxied, ep, c), find(sysUpstream, "stream", c)
-			if s == nil || u == nil || u.st.rps() == 0 {
+			s := at(sysProxied, ep, c)
+			if s == nil {
 				continue
 			}
-			q := s.st.rps() / u.st.rps()
+			q, _, ok := ratio(rows, s)
+			if !ok {
+				continue
+			}
 			lines = append(lines, fmt.Sprintf("service/upstream throughput >= 0.5, %s, %s: %.2f %s", ep, connections(c), q, verdict(q >= 0.5)))
-			if c == 1 && len(s.st.lat) > 0 && len(u.st.lat) > 0 {
-				p50 := quantile(s.st.lat, 0.5) - quantile(u.st.lat, 0.5)
-				p99 := quantile(s.st.lat, 0.99) - quantile(u.st.lat, 0.99)
+			if p50, p99, ok := added(rows, s); ok {
 				lines = append(lines, fmt.Sprintf("added latency p50 < 0.5 ms, p99 < 3 ms, %s, 1 connection: %s / %s ms %s",
 					ep, ms(p50), ms(p99), verdict(p50 < 500*time.Microsecond && p99 < 3*time.Millisecond)))
 			}
 		}
 	}
-	if c := 16; find(sysFakeSQLite, "generate", c) != nil {
-		r := find(sysFakeSQLite, "generate", c)
+	if c := 16; at(sysFakeSQLite, "generate", c) != nil {
+		r := at(sysFakeSQLite, "generate", c)
 		p99 := quantile(r.st.lat, 0.99)
 		lines = append(lines, fmt.Sprintf("fake model, SQLite, generate, 16 connections: >= 3000/s and p99 < 50 ms: %.0f/s, %s ms %s",
 			r.st.rps(), ms(p99), verdict(r.st.rps() >= 3000 && p99 < 50*time.Millisecond)))
-		if p := find(sysFakePG, "generate", c); p != nil && r.st.rps() > 0 {
-			q := p.st.rps() / r.st.rps()
-			lines = append(lines, fmt.Sprintf("fake model, PostgreSQL within 2x of SQLite, generate, 16 connections: %.2fx %s", q, verdict(q >= 0.5)))
+		if p := at(sysFakePG, "generate", c); p != nil {
+			if q, _, ok := ratio(rows, p); ok {
+				lines = append(lines, fmt.Sprintf("fake model, PostgreSQL within 2x of SQLite, generate, 16 connections: %.2fx %s", q, verdict(q >= 0.5)))
+			}
 		}
 	}
 	for _, sys := range []string{sysFakeSQLite, sysFakePG} {
-		if r := find(sys, "generate", 1); r != nil && r.idle > 0 {
+		if r := at(sys, "generate", 1); r != nil && r.idle > 0 {
 			lines = append(lines, fmt.Sprintf("idle resident memory < 40 MB, %s: %s MB (%s MB anonymous) %s", sys, mb(r.idle), mb(r.idleAnon), verdict(r.idle < 40e6)))
 		}
 	}
