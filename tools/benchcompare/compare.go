@@ -5,8 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,7 +19,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 )
 
 // answerTokens is the length of every answer measured: the fake model and
@@ -382,35 +380,20 @@ func (h *harness) postgres(ctx context.Context) func() (string, func(), error) {
 	}
 }
 
-// freshSchema creates an empty schema on server and returns a URL whose
-// connections use it (search_path), and what drops it.
+// freshSchema is a new, empty schema on server (pgtest.NewSchema), and a
+// function that drops it.
 func freshSchema(ctx context.Context, server string) (string, func(), error) {
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, server)
+	url, drop, err := pgtest.NewSchema(cctx, server, "companion_bench_")
 	if err != nil {
 		return "", nil, fmt.Errorf("PostgreSQL unreachable: %v", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "companion_bench_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(cctx, "CREATE SCHEMA "+schema); err != nil {
-		return "", nil, fmt.Errorf("creating schema: %v", err)
-	}
-	drop := func() {
+	return url, func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		if conn, err := pgx.Connect(ctx, server); err == nil {
-			_, _ = conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
-			conn.Close(ctx)
-		}
-	}
-	sep := "?"
-	if strings.Contains(server, "?") {
-		sep = "&"
-	}
-	return server + sep + "search_path=" + schema, drop, nil
+		_ = drop(ctx)
+	}, nil
 }
 
 // checkUpstream makes sure the upstream answers answerTokens tokens and

@@ -70,7 +70,9 @@ type config struct {
 	hold             time.Duration
 }
 
-// defaultPostgres is the server the tests use too (internal/memory/postgres/pgtest).
+// defaultPostgres is the machine's PostgreSQL as `make services` runs it
+// (the tests start a private one of their own unless
+// COMPANION_TEST_POSTGRES_URL names a server, which the harness uses too).
 const defaultPostgres = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {

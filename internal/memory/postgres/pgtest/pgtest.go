@@ -78,38 +78,53 @@ func server(t testing.TB) string {
 // ends, after the cleanups registered later (closing stores) have run.
 func URL(t testing.TB) string {
 	t.Helper()
-	server := server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, server)
+	url, drop, err := NewSchema(ctx, server(t), "companion_test_")
 	if err != nil {
-		t.Fatalf("connecting to the test PostgreSQL: %v", err)
-	}
-	defer conn.Close(ctx)
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	schema := "companion_test_" + hex.EncodeToString(b)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("creating test schema: %v", err)
+		t.Fatalf("the test PostgreSQL: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
+		if err := drop(ctx); err != nil {
+			t.Error(err)
+		}
+	})
+	return url
+}
+
+// NewSchema creates an empty schema, named prefix and random hex digits, on
+// the PostgreSQL server at server, and returns a URL whose connections use
+// it (search_path) and a function that drops it.
+func NewSchema(ctx context.Context, server, prefix string) (string, func(context.Context) error, error) {
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", nil, fmt.Errorf("connecting: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	schema := prefix + hex.EncodeToString(b)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, fmt.Errorf("creating schema %s: %w", schema, err)
+	}
+	drop := func(ctx context.Context) error {
 		conn, err := pgx.Connect(ctx, server)
 		if err != nil {
-			t.Errorf("dropping test schema %s: %v", schema, err)
-			return
+			return fmt.Errorf("dropping schema %s: %w", schema, err)
 		}
 		defer conn.Close(ctx)
 		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dropping test schema %s: %v", schema, err)
+			return fmt.Errorf("dropping schema %s: %w", schema, err)
 		}
-	})
+		return nil
+	}
 	sep := "?"
 	if strings.Contains(server, "?") {
 		sep = "&"
 	}
-	return server + sep + "search_path=" + schema
+	return server + sep + "search_path=" + schema, drop, nil
 }
 
 // binDir finds the folder holding initdb and postgres.
