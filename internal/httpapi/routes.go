@@ -1,15 +1,14 @@
 package httpapi
 
 import (
-	"strconv"
-
-	"github.com/companionhq/companion/internal/openapi"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/openapi"
 )
 
 // metricsPath serves the Prometheus metrics, when the server has them.

@@ -104,6 +104,21 @@ func (b *Buffer) String() string {
 	return b.buf.String()
 }
 
+// InCI reports whether the tests run in CI (CI=true), where every
+// prerequisite must be there.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Unavailable fails the test under CI=true, where what it needs must be
+// there, and skips it anywhere else; the message says what is missing, and
+// setup how to provide it.
+func Unavailable(t testing.TB, missing, setup string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("%s: required in CI (CI=true; %s)", missing, setup)
+	}
+	t.Skipf("skipping: %s (%s)", missing, setup)
+}
+
 // FreeAddr is a loopback host:port nothing listens on (a moment ago; see
 // throwaway.FreePort).
 func FreeAddr(t testing.TB) string {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/companionhq/companion/internal/testkit"
 	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
@@ -65,10 +66,7 @@ func ServerURL() string {
 // missing and how to provide it.
 func unavailable(t testing.TB, missing, remedy string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("Redis is required in CI (CI=true): %s (%s)", missing, remedy)
-	}
-	t.Skipf("skipping: %s (%s)", missing, remedy)
+	testkit.Unavailable(t, "Redis: "+missing, remedy)
 }
 
 // Options returns client options for the shared test server, once it has

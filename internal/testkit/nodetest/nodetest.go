@@ -33,10 +33,6 @@ import (
 // write it too).
 const StampFile = ".package-lock.sha256"
 
-// InCI reports whether the tests run in CI (CI=true), where every
-// prerequisite must be there.
-func InCI() bool { return os.Getenv("CI") == "true" }
-
 // Suite names a test that needs Node, for its messages.
 type Suite struct {
 	// What is skipped, e.g. "the JavaScript client tests".
@@ -49,7 +45,7 @@ type Suite struct {
 func (s Suite) Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if InCI() {
+	if testkit.InCI() {
 		t.Fatalf("%s (CI=true: make test runs %s first)", msg, s.Setup)
 	}
 	t.Skipf("%s: %s are skipped (COMPANION_INSTALL=1 make test installs what they need)", msg, s.What)
@@ -96,7 +92,7 @@ func (s Suite) InstallModules(t testing.TB, dir string) {
 	if got, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(got)) == want {
 		return
 	}
-	if !InCI() && os.Getenv("COMPANION_INSTALL") != "1" {
+	if !testkit.InCI() && os.Getenv("COMPANION_INSTALL") != "1" {
 		s.Unavailable(t, "%s is missing or was installed from another package-lock.json, and packages are installed only with CI=true or COMPANION_INSTALL=1",
 			filepath.Join(dir, "node_modules"))
 	}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/companionhq/companion/internal/testkit"
 	"github.com/companionhq/companion/internal/testkit/throwaway"
 )
 
@@ -65,10 +66,7 @@ func server(t testing.TB) string {
 		shared.url, shared.proc, shared.err = startPrivate()
 	})
 	if shared.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("PostgreSQL is required in CI (CI=true): %v (%s)", shared.err, remedy)
-		}
-		t.Skipf("skipping, no PostgreSQL: %v (%s)", shared.err, remedy)
+		testkit.Unavailable(t, fmt.Sprintf("no PostgreSQL: %v", shared.err), remedy)
 	}
 	return shared.url
 }
