@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"strings"
-
-	"github.com/companionhq/companion/internal/api"
 )
 
 // askCommand is `companion ask "message"`: one message to a running
@@ -60,14 +58,8 @@ func askCommand(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	defer s.Close()
 	var failed error
-	midLine := false
-	endLine := func() {
-		if midLine {
-			fmt.Fprintln(stdout)
-			midLine = false
-		}
-	}
-	defer endLine()
+	sc := screen{out: stdout, notes: stderr}
+	defer sc.endLine()
 	for ev, err := range s.Events() {
 		if err != nil {
 			if ctx.Err() == nil {
@@ -84,24 +76,8 @@ func askCommand(ctx context.Context, args []string, getenv func(string) string, 
 			}
 			return errors.New("interrupted")
 		}
-		switch p := ev.Payload.(type) {
-		case api.ToolCall:
-			fmt.Fprintln(stderr, "⚙ "+p.ToolName+" "+compactJSON(p.Args))
-		case api.ToolResult:
-			if !p.IsError {
-				fmt.Fprintln(stderr, "→ "+summarize(p.Result))
-			}
-		}
-		switch {
-		case ev.Type == api.EventText:
-			fmt.Fprint(stdout, ev.Text)
-			midLine = !strings.HasSuffix(ev.Text, "\n")
-		case ev.Type == api.EventError && ev.Error != nil:
-			if ev.Error.Code == api.CodeToolError {
-				fmt.Fprintln(stderr, "✗ "+ev.Error.Message)
-			} else {
-				failed = fmt.Errorf("%s (%s)", ev.Error.Message, ev.Error.Code)
-			}
+		if e := sc.show(ev); e != nil {
+			failed = fmt.Errorf("%s (%s)", e.Message, e.Code)
 		}
 	}
 	return failed

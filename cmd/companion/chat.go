@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/client"
 )
 
@@ -61,9 +60,9 @@ func chatCommand(ctx context.Context, args []string, getenv func(string) string,
 		flags:      f,
 		lines:      readLines(os.Stdin),
 		interrupts: interrupts,
-		out:        stdout,
 		prompt:     isTerminal(os.Stdin),
-		color:      isTerminal(stdout) && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb",
+		screen: screen{out: stdout, notes: stdout, cutShort: true,
+			color: isTerminal(stdout) && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"},
 	}
 	return ch.run(context.WithoutCancel(ctx))
 }
@@ -106,12 +105,11 @@ type chat struct {
 	// and SIGTERM.
 	lines      <-chan string
 	interrupts <-chan os.Signal
-	out        io.Writer
-	// prompt shows a prompt before each line (the input is a terminal);
-	// color colours the notes (the output is one).
-	prompt, color bool
-	// midLine says the output's last line is not ended.
-	midLine bool
+	// prompt shows a prompt before each line (the input is a terminal).
+	prompt bool
+	// The reply, and the chat's own notes, on one output, coloured when
+	// it is a terminal.
+	screen
 }
 
 // ANSI styles of the notes, used on a terminal only.
@@ -260,7 +258,9 @@ func (ch *chat) turn(ctx context.Context, text string) (quit bool) {
 			if it.ev.RunID != "" {
 				runID = it.ev.RunID
 			}
-			ch.show(it.ev)
+			if e := ch.show(it.ev); e != nil {
+				ch.note(styleRed, "error: "+e.Message)
+			}
 		case sig := <-ch.interrupts:
 			ch.endLine()
 			return ch.stop(runID, items, cancel, sig != os.Interrupt)
@@ -324,57 +324,6 @@ func (ch *chat) cancelRun(runID string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
 	return ch.c.Cancel(ctx, runID, ch.flags.resource)
-}
-
-// show writes one event of the reply: its text as it comes, a line for each
-// tool call, result and error.
-func (ch *chat) show(ev client.Event) {
-	switch p := ev.Payload.(type) {
-	case api.ToolCall:
-		ch.note(styleDim, "⚙ "+p.ToolName+" "+compactJSON(p.Args))
-	case api.ToolResult:
-		if !p.IsError { // a failed call's error event said it
-			ch.note(styleDim, "→ "+summarize(p.Result))
-		}
-	case api.RunFinishPayload:
-		if p.FinishReason == api.FinishLength {
-			ch.note(styleDim, "(cut short: the reply reached the output limit)")
-		}
-	}
-	switch {
-	case ev.Type == api.EventText:
-		fmt.Fprint(ch.out, ev.Text)
-		ch.midLine = !strings.HasSuffix(ev.Text, "\n")
-	case ev.Type == api.EventError && ev.Error != nil:
-		if ev.Error.Code == api.CodeToolError {
-			ch.note(styleYellow, "✗ "+ev.Error.Message)
-		} else {
-			ch.note(styleRed, "error: "+ev.Error.Message)
-		}
-	}
-}
-
-// note writes a line of its own, in style on a terminal.
-func (ch *chat) note(style, s string) {
-	ch.endLine()
-	ch.printf(style, s)
-	fmt.Fprintln(ch.out)
-}
-
-// printf writes s in style on a terminal, plain elsewhere.
-func (ch *chat) printf(style, s string) {
-	if ch.color {
-		s = style + s + styleReset
-	}
-	fmt.Fprint(ch.out, s)
-}
-
-// endLine ends a line the reply left open.
-func (ch *chat) endLine() {
-	if ch.midLine {
-		fmt.Fprintln(ch.out)
-		ch.midLine = false
-	}
 }
 
 // compactJSON is b on one line.

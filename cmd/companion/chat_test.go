@@ -111,7 +111,7 @@ func startChat(t *testing.T, url, thread string) *chatting {
 	}
 	cg := &chatting{lines: make(chan string), interrupts: make(chan os.Signal, 2), out: &testkit.Buffer{}, done: make(chan struct{})}
 	ch := &chat{c: c, flags: clientFlags{url: url, thread: thread, resource: "u1", personality: api.PersonalityFriend},
-		lines: cg.lines, interrupts: cg.interrupts, out: cg.out}
+		lines: cg.lines, interrupts: cg.interrupts, screen: screen{out: cg.out, notes: cg.out, cutShort: true}}
 	go func() {
 		defer close(cg.done)
 		cg.err = ch.run(context.Background())

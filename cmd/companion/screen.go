@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/client"
+)
+
+// screen writes a streamed reply as `companion chat` and `ask` show it: its
+// text on out as it comes, and notes (tool calls, their results, tool
+// errors) on lines of their own on notes, styled when color.
+type screen struct {
+	out, notes io.Writer
+	color      bool
+	// cutShort notes a reply that reached the output limit.
+	cutShort bool
+	// midLine says out's last line is not ended.
+	midLine bool
+}
+
+// show writes one event of the reply. An error the run ends with is not
+// written: it is returned, for the caller to report.
+func (s *screen) show(ev client.Event) *api.StreamError {
+	switch p := ev.Payload.(type) {
+	case api.ToolCall:
+		s.note(styleDim, "⚙ "+p.ToolName+" "+compactJSON(p.Args))
+	case api.ToolResult:
+		if !p.IsError { // a failed call's error event said it
+			s.note(styleDim, "→ "+summarize(p.Result))
+		}
+	case api.RunFinishPayload:
+		if s.cutShort && p.FinishReason == api.FinishLength {
+			s.note(styleDim, "(cut short: the reply reached the output limit)")
+		}
+	}
+	switch {
+	case ev.Type == api.EventText:
+		fmt.Fprint(s.out, ev.Text)
+		s.midLine = !strings.HasSuffix(ev.Text, "\n")
+	case ev.Type == api.EventError && ev.Error != nil:
+		if ev.Error.Code != api.CodeToolError {
+			return ev.Error
+		}
+		s.note(styleYellow, "✗ "+ev.Error.Message)
+	}
+	return nil
+}
+
+// note writes a line of its own on notes, in style on a terminal.
+func (s *screen) note(style, text string) {
+	if s.notes == s.out {
+		s.endLine()
+	}
+	if s.color {
+		text = style + text + styleReset
+	}
+	fmt.Fprintln(s.notes, text)
+}
+
+// printf writes text on out, in style on a terminal.
+func (s *screen) printf(style, text string) {
+	if s.color {
+		text = style + text + styleReset
+	}
+	fmt.Fprint(s.out, text)
+}
+
+// endLine ends a line the reply left open on out.
+func (s *screen) endLine() {
+	if s.midLine {
+		fmt.Fprintln(s.out)
+		s.midLine = false
+	}
+}
