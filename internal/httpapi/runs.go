@@ -287,6 +287,17 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 
 	var held []heldRecord
 	committed := !fresh
+	// flushHeld writes the opening records held back (write commits the
+	// stream's headers).
+	flushHeld := func() error {
+		for _, h := range held {
+			if err := ew.write(h.seq, &h.rec); err != nil {
+				return err
+			}
+		}
+		held = nil
+		return nil
+	}
 	// From the start even when resuming: the records up to after go to the
 	// dialect unwritten, so that one keeping state across records (an open
 	// text block) goes on as if the stream had never broken.
@@ -325,13 +336,9 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 				return
 			}
 			committed = true
-			ew.commit()
-			for _, h := range held {
-				if err := ew.write(h.seq, &h.rec); err != nil {
-					return
-				}
+			if flushHeld() != nil {
+				return
 			}
-			held = nil
 		}
 		if err := ew.write(entry.Seq, &rec); err != nil {
 			return
@@ -341,11 +348,8 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 			return
 		}
 	}
-	if !committed && len(held) > 0 {
-		ew.commit()
-		for _, h := range held {
-			_ = ew.write(h.seq, &h.rec)
-		}
+	if !committed {
+		_ = flushHeld()
 	}
 }
 
