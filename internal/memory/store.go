@@ -76,6 +76,20 @@ type DayUsage struct {
 	Threads []ThreadUsage
 }
 
+// AddDayUsage adds a row of a usage report to out, which lists days in
+// order: day's total (a day already last in out is not repeated) and,
+// when thread is not nil, that thread's share.
+func AddDayUsage(out []DayUsage, day DayUsage, thread *ThreadUsage) []DayUsage {
+	if len(out) == 0 || out[len(out)-1].Day != day.Day {
+		out = append(out, day)
+	}
+	if thread != nil {
+		last := &out[len(out)-1]
+		last.Threads = append(last.Threads, *thread)
+	}
+	return out
+}
+
 // ThreadUsage is what the runs of one thread used on a day.
 type ThreadUsage struct {
 	ThreadID string

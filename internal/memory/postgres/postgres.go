@@ -204,13 +204,11 @@ func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) (
 		if err := rows.Scan(&d.Day, &d.Tokens, &d.Cost, &thread, &tt, &tc); err != nil {
 			return nil, fmt.Errorf("reading usage: %w", err)
 		}
-		if len(out) == 0 || out[len(out)-1].Day != d.Day {
-			out = append(out, d)
-		}
+		var share *memory.ThreadUsage
 		if thread != nil {
-			last := &out[len(out)-1]
-			last.Threads = append(last.Threads, memory.ThreadUsage{ThreadID: *thread, Tokens: *tt, Cost: *tc})
+			share = &memory.ThreadUsage{ThreadID: *thread, Tokens: *tt, Cost: *tc}
 		}
+		out = memory.AddDayUsage(out, d, share)
 	}
 	return out, rows.Err()
 }

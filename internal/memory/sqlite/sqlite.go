@@ -271,13 +271,11 @@ func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) (
 		if err := rows.Scan(&d.Day, &d.Tokens, &d.Cost, &thread, &tt, &tc); err != nil {
 			return nil, fmt.Errorf("reading usage: %w", err)
 		}
-		if len(out) == 0 || out[len(out)-1].Day != d.Day {
-			out = append(out, d)
-		}
+		var share *memory.ThreadUsage
 		if thread.Valid {
-			last := &out[len(out)-1]
-			last.Threads = append(last.Threads, memory.ThreadUsage{ThreadID: thread.String, Tokens: tt.Int64, Cost: tc.Float64})
+			share = &memory.ThreadUsage{ThreadID: thread.String, Tokens: tt.Int64, Cost: tc.Float64}
 		}
+		out = memory.AddDayUsage(out, d, share)
 	}
 	return out, rows.Err()
 }
