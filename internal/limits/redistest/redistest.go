@@ -181,24 +181,8 @@ func (s *Server) Start() {
 		close(done)
 	}()
 	s.cmd, s.done, s.log = cmd, done, log
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return
-		}
-		select {
-		case <-done:
-			err = fmt.Errorf("it exited: %v", cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-			if time.Now().Before(deadline) {
-				continue
-			}
-		}
+	exited := func() error { return fmt.Errorf("it exited: %v", cmd.ProcessState) }
+	if err := waitPing(s.Addr(), done, exited); err != nil {
 		out, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 		s.t.Fatalf("redis-server on %s does not answer: %v\n%s", s.Addr(), err, out)
 	}
@@ -241,9 +225,10 @@ func startPrivate() (string, *throwaway.Process, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("starting redis-server: %w", err)
 		}
-		if err = waitPing(addr, proc); err == nil {
+		if err = waitPing(addr, proc.Exited(), func() error { return fmt.Errorf("it exited: %v", proc.ExitError()) }); err == nil {
 			return "redis://" + addr + "/0", proc, nil
 		}
+		proc.Kill()
 		out, _ := os.ReadFile(logPath)
 		lastErr = fmt.Errorf("redis-server on %s: %v\n%s", addr, err, out)
 	}
@@ -251,8 +236,9 @@ func startPrivate() (string, *throwaway.Process, error) {
 	return "", nil, lastErr
 }
 
-// waitPing waits until the server at addr answers PING, or has exited.
-func waitPing(addr string, proc *throwaway.Process) error {
+// waitPing waits, up to 20 seconds, until the server at addr answers PING;
+// when done is closed first, the server has exited, and exited says how.
+func waitPing(addr string, done <-chan struct{}, exited func() error) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(20 * time.Second)
@@ -264,12 +250,11 @@ func waitPing(addr string, proc *throwaway.Process) error {
 			return nil
 		}
 		select {
-		case <-proc.Exited():
-			return fmt.Errorf("it exited: %v", proc.ExitError())
+		case <-done:
+			return exited()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			proc.Kill()
 			return fmt.Errorf("it does not answer: %v", err)
 		}
 	}
