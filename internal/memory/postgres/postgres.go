@@ -337,16 +337,13 @@ func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) 
 	owner := uuid.NewString()
 	pause := 5 * time.Millisecond
 	for {
-		var got string
-		err := s.pool.QueryRow(ctx, `INSERT INTO thread_leases (thread_id, owner, expires) VALUES ($1, $2, now() + $3::interval)
-			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
-			WHERE thread_leases.expires < now() RETURNING owner`, threadID, owner, Lease.String()).Scan(&got)
+		taken, err := s.takeLease(ctx, threadID, owner)
 		switch {
-		case err == nil:
+		case taken:
 			t := &turn{s: s, id: threadID, owner: owner, stop: make(chan struct{}), renewed: make(chan struct{})}
 			go t.renew()
 			return t, nil
-		case !errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -363,6 +360,86 @@ func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) 
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 	}
+}
+
+// takeLease takes the thread's lease for owner if it is free or expired,
+// in one round trip. Its commit does not wait for the write-ahead log to
+// reach the disk (synchronous_commit is off for this transaction alone): a
+// lease that a crash of the database forgets is a lease lost, which every
+// later write of the turn checks for, so waiting would buy nothing.
+func (s *Store) takeLease(ctx context.Context, threadID, owner string) (taken bool, err error) {
+	err = s.within(ctx, func(conn *pgxpool.Conn) error {
+		var b pgx.Batch
+		b.Queue(`BEGIN`)
+		b.Queue(`SET LOCAL synchronous_commit TO off`)
+		b.Queue(`INSERT INTO thread_leases (thread_id, owner, expires) VALUES ($1, $2, now() + $3::interval)
+			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+			WHERE thread_leases.expires < now() RETURNING owner`, threadID, owner, Lease.String())
+		b.Queue(`COMMIT`)
+		return readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			for range 2 {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+			}
+			var got string
+			switch err := br.QueryRow().Scan(&got); {
+			case err == nil:
+				taken = true
+			case !errors.Is(err, pgx.ErrNoRows):
+				return err
+			}
+			return readCommit(br)
+		})
+	})
+	return taken, err
+}
+
+// within runs fn on a connection of the pool. fn may open a transaction by
+// queueing BEGIN in front of its first batch and end it by queueing COMMIT
+// after its last, saving the round trips of both; when fn returns with the
+// transaction still open (a statement failed, so the server skipped the
+// rest of the batch and its COMMIT), within rolls it back, so that the
+// connection returns to the pool clean.
+func (s *Store) within(ctx context.Context, fn func(conn *pgxpool.Conn) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	err = fn(conn)
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		if err == nil {
+			err = errors.New("a transaction was left open")
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		// A connection that cannot roll back is closed on release.
+		_, _ = conn.Exec(rctx, `ROLLBACK`)
+	}
+	return err
+}
+
+// readBatch reads br's results with read, then closes it.
+func readBatch(br pgx.BatchResults, read func(br pgx.BatchResults) error) error {
+	err := read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readCommit reads the result of a queued COMMIT: PostgreSQL answers the
+// COMMIT of a failed transaction with ROLLBACK, not an error.
+func readCommit(br pgx.BatchResults) error {
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	if tag.String() != "COMMIT" {
+		return fmt.Errorf("committing: the transaction ended in %s", tag)
+	}
+	return nil
 }
 
 // turn is a memory.Turn held by a lease; its reads and writes go through
@@ -412,20 +489,20 @@ func (t *turn) Unlock() {
 }
 
 // The statements that check, inside a transaction, that the turn's lease
-// is its own: holdsSQL keeps it so until the transaction ends; releaseSQL
-// drops it when the transaction commits (Answer, a turn's last write, saves
-// the commit and the round trip of a separate delete). Each returns one row
-// when the lease is the turn's, none when it was lost.
+// is its own, and raise leaseLostCode when it is not (turn_holds, migration
+// 0006), so that the statements queued behind them in the same batch are
+// rolled back with them: holdSQL keeps the lease so until the transaction
+// ends; releaseSQL drops it when the transaction commits (Answer, a turn's
+// last write, saves the commit and the round trip of a separate delete).
 const (
-	holdsSQL   = `SELECT 1 FROM thread_leases WHERE thread_id = $1 AND owner = $2 FOR UPDATE`
-	releaseSQL = `DELETE FROM thread_leases WHERE thread_id = $1 AND owner = $2 RETURNING 1`
+	holdSQL       = `SELECT turn_holds($1, $2, false)`
+	releaseSQL    = `SELECT turn_holds($1, $2, true)`
+	leaseLostCode = "CL001"
 )
 
-// leaseResult reads the result of holdsSQL or releaseSQL.
-func (t *turn) leaseResult(row pgx.Row) error {
-	var one int
-	err := row.Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
+// leaseErr is err, or errLeaseLost when err is turn_holds' for a lost lease.
+func (t *turn) leaseErr(err error) error {
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == leaseLostCode {
 		return fmt.Errorf("thread %q: %w", t.id, errLeaseLost)
 	}
 	return err
@@ -434,7 +511,8 @@ func (t *turn) leaseResult(row pgx.Row) error {
 // holds checks, inside a transaction, that the turn's lease is its own,
 // and keeps it so until the transaction ends.
 func (t *turn) holds(ctx context.Context, tx pgx.Tx) error {
-	return t.leaseResult(tx.QueryRow(ctx, holdsSQL, t.id, t.owner))
+	_, err := tx.Exec(ctx, holdSQL, t.id, t.owner)
+	return t.leaseErr(err)
 }
 
 func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error) {
@@ -457,64 +535,85 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	}
 	cur := th
 	var out []memory.Message
-	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		// The lease's check and the reads go in one round trip.
+	err := t.s.within(ctx, func(conn *pgxpool.Conn) error {
+		// Two round trips: BEGIN, the lease's check and the reads in one;
+		// the writes the plan makes of them and COMMIT in the other.
 		var b pgx.Batch
-		b.Queue(holdsSQL, t.id, t.owner)
+		b.Queue(`BEGIN`)
+		b.Queue(holdSQL, t.id, t.owner)
 		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
 			t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt))
 		b.Queue(`SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id)
 		b.Queue(`SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, max(n, 0))
 		b.Queue(`SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
-		br := tx.SendBatch(ctx, &b)
-		if err := t.leaseResult(br.QueryRow()); err != nil {
-			br.Close()
-			return err
-		}
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			return fmt.Errorf("creating thread %q: %w", t.id, err)
-		}
-		var err error
-		if cur, err = scanThread(br.QueryRow()); err != nil {
-			br.Close()
-			return err
-		}
-		rows, err := br.Query()
+		var tail []memory.Message
+		known := map[string]bool{}
+		err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			if _, err := br.Exec(); err != nil {
+				return t.leaseErr(err)
+			}
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("creating thread %q: %w", t.id, err)
+			}
+			var err error
+			if cur, err = scanThread(br.QueryRow()); err != nil {
+				return err
+			}
+			rows, err := br.Query()
+			if err != nil {
+				return fmt.Errorf("reading messages: %w", err)
+			}
+			if tail, err = collectMessages(rows); err != nil {
+				return err
+			}
+			slices.Reverse(tail)
+			rows, err = br.Query()
+			if err != nil {
+				return fmt.Errorf("looking up message ids: %w", err)
+			}
+			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return fmt.Errorf("looking up message ids: %w", err)
+			}
+			for _, id := range found {
+				known[id] = true
+			}
+			return nil
+		})
 		if err != nil {
-			br.Close()
-			return fmt.Errorf("reading messages: %w", err)
-		}
-		tail, err := collectMessages(rows)
-		if err != nil {
-			br.Close()
 			return err
-		}
-		slices.Reverse(tail)
-		rows, err = br.Query()
-		if err != nil {
-			br.Close()
-			return fmt.Errorf("looking up message ids: %w", err)
-		}
-		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			br.Close()
-			return fmt.Errorf("looking up message ids: %w", err)
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		known := make(map[string]bool, len(found))
-		for _, id := range found {
-			known[id] = true
 		}
 		msgs, err := plan(cur, tail, known)
-		if err != nil || len(msgs) == 0 {
+		if err != nil {
 			return err
 		}
-		out, err = appendTx(ctx, tx, t.id, msgs)
-		return err
+		if len(msgs) >= copyThreshold {
+			if out, err = copyMessages(ctx, conn, t.id, msgs); err != nil {
+				return err
+			}
+			if tag, err := conn.Exec(ctx, `COMMIT`); err != nil || tag.String() != "COMMIT" {
+				return fmt.Errorf("committing: %v, %w", tag, err)
+			}
+			return nil
+		}
+		var w pgx.Batch
+		var read func(br pgx.BatchResults) ([]memory.Message, error)
+		if len(msgs) > 0 {
+			read = queueAppend(&w, t.id, msgs)
+		}
+		w.Queue(`COMMIT`)
+		return readBatch(conn.SendBatch(ctx, &w), func(br pgx.BatchResults) error {
+			if read != nil {
+				if out, err = read(br); err != nil {
+					return err
+				}
+			}
+			return readCommit(br)
+		})
 	})
 	if err != nil {
 		return cur, nil, err
@@ -574,22 +673,21 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 }
 
 func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
+	// One round trip: a batch sent outside a transaction runs as one
+	// implicit transaction, which the lease's check (and drop) rolls back
+	// when it raises. In it: the answered marks, the reply, the usage.
+	var b pgx.Batch
+	b.Queue(releaseSQL, t.id, t.owner)
+	b.Queue(`UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
+	readAppend := queueAppend(&b, t.id, []memory.Message{reply})
+	counted := u.Counts()
+	if counted {
+		queueUsage(&b, u)
+	}
 	var answered, stored []memory.Message
-	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		// One round trip between BEGIN and COMMIT: the lease's check (and
-		// drop), the answered marks, the reply, the usage.
-		var b pgx.Batch
-		b.Queue(releaseSQL, t.id, t.owner)
-		b.Queue(`UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
-		readAppend := queueAppend(&b, t.id, []memory.Message{reply})
-		counted := u.Counts()
-		if counted {
-			queueUsage(&b, u)
-		}
-		br := tx.SendBatch(ctx, &b)
-		defer br.Close()
-		if err := t.leaseResult(br.QueryRow()); err != nil {
-			return err
+	err := readBatch(t.s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return t.leaseErr(err)
 		}
 		rows, err := br.Query()
 		if err != nil {
@@ -608,7 +706,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 				}
 			}
 		}
-		return br.Close()
+		return nil
 	})
 	if err != nil {
 		return nil, memory.Message{}, err
@@ -619,20 +717,17 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 }
 
 func (t *turn) Delete(ctx context.Context) error {
-	// Like every write of a turn, only while its lease is its own.
-	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		var b pgx.Batch
-		b.Queue(holdsSQL, t.id, t.owner)
-		b.Queue(`DELETE FROM threads WHERE id = $1`, t.id)
-		br := tx.SendBatch(ctx, &b)
-		defer br.Close()
-		if err := t.leaseResult(br.QueryRow()); err != nil {
-			return err
-		}
+	// Like every write of a turn, only while its lease is its own: one
+	// implicit transaction, as in Answer.
+	var b pgx.Batch
+	b.Queue(holdSQL, t.id, t.owner)
+	b.Queue(`DELETE FROM threads WHERE id = $1`, t.id)
+	err := readBatch(t.s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
-			return err
+			return t.leaseErr(err)
 		}
-		return br.Close()
+		_, err := br.Exec()
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)
@@ -695,8 +790,14 @@ func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read fun
 	}
 }
 
+// copier is a transaction, or a connection in one.
+type copier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, rows pgx.CopyFromSource) (int64, error)
+}
+
 // copyMessages is appendTx for many messages: numbered, then copied in.
-func copyMessages(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+func copyMessages(ctx context.Context, tx copier, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	latest, size := extent(msgs)
 	var last int64
 	err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -38,13 +39,13 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 5 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 6 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (5)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (6)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
@@ -225,5 +226,102 @@ func TestAnswerDropsTheLease(t *testing.T) {
 	}
 	if _, err := s.Thread(ctx, "t2"); err != nil {
 		t.Fatalf("the thread of a lost turn: %v", err)
+	}
+}
+
+// TestFailedWritesRollBack: a turn's writes are pipelined behind the
+// lease's check, in one transaction whose BEGIN and COMMIT cost no round
+// trip of their own. When the check fails, or the plan does, nothing of
+// the transaction is stored (not even the thread Begin would have
+// created), and the connection goes back to the pool clean: a pool of one
+// connection goes on serving turns without opening another.
+func TestFailedWritesRollBack(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.URL(t)+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	msg := memory.Message{ID: "u1", Role: "user", Text: "hello", Model: []byte(`[]`), Pending: true, CreatedAt: now}
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "hi", Model: []byte(`[]`), CreatedAt: now}
+	usage := memory.Usage{ResourceID: "r", ThreadID: "t", Day: memory.Day(now), Tokens: 10, Cost: 0.5}
+	storeMsg := func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return []memory.Message{msg}, nil
+	}
+	thread := func(id string) memory.Thread {
+		return memory.Thread{ID: id, ResourceID: "r", Metadata: []byte(`{}`), CreatedAt: now, UpdatedAt: now}
+	}
+	stolen := func(id string) memory.Turn {
+		turn, err := s.Lock(ctx, id, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Pool().Exec(ctx, `UPDATE thread_leases SET owner = 'someone-else' WHERE thread_id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		return turn
+	}
+	// free drops the lease the other instance took.
+	free := func() {
+		if _, err := s.Pool().Exec(ctx, `DELETE FROM thread_leases`); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	lost := stolen("t")
+	if _, _, err := lost.Begin(ctx, thread("t"), 10, []string{"u1"}, storeMsg); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
+		t.Fatalf("Begin of a turn that lost its lease: %v", err)
+	}
+	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the thread of a failed Begin: %v", err)
+	}
+	lost.Unlock()
+	free()
+
+	failing := errors.New("the plan failed")
+	turn, err := s.Lock(ctx, "t", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := turn.Begin(ctx, thread("t"), 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return nil, failing
+	}); !errors.Is(err, failing) {
+		t.Fatalf("Begin with a failing plan: %v", err)
+	}
+	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the thread of a failed plan: %v", err)
+	}
+	if _, stored, err := turn.Begin(ctx, thread("t"), 10, []string{"u1"}, storeMsg); err != nil || len(stored) != 1 || stored[0].Seq != 1 {
+		t.Fatalf("Begin after a failed one: %v, %v", stored, err)
+	}
+	turn.Unlock()
+
+	lost = stolen("t")
+	if _, _, err := lost.Answer(ctx, reply, usage); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
+		t.Fatalf("Answer of a turn that lost its lease: %v", err)
+	}
+	lost.Unlock()
+	if msgs, _, err := s.Messages(ctx, "t", 0, 10); err != nil || len(msgs) != 1 || !msgs[0].Pending {
+		t.Fatalf("after a lost Answer: %+v, %v", msgs, err)
+	}
+	if used, cost, err := s.Used(ctx, "r", usage.Day); err != nil || used != 0 || cost != 0 {
+		t.Fatalf("a lost Answer counted %d tokens, $%v: %v", used, cost, err)
+	}
+	free()
+
+	turn, err = s.Lock(ctx, "t", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answered, stored, err := turn.Answer(ctx, reply, usage); err != nil || len(answered) != 1 || stored.Seq != 2 {
+		t.Fatalf("Answer after a lost one: %v, %+v, %v", answered, stored, err)
+	}
+	turn.Unlock()
+	if used, _, err := s.Used(ctx, "r", usage.Day); err != nil || used != 10 {
+		t.Fatalf("usage after the answer: %d, %v", used, err)
+	}
+	if n := s.Pool().Stat().NewConnsCount(); n != 1 {
+		t.Fatalf("the pool opened %d connections: a failed transaction left one unusable", n)
 	}
 }
