@@ -1,19 +1,17 @@
 // Package openai is the provider for OpenAI-compatible chat completions
 // (OpenAI, Ollama, vLLM, llama.cpp's server, OpenRouter, Groq, Mistral and
-// others), through the official SDK github.com/openai/openai-go/v3:
-// "stream": true with stream_options.include_usage, tool-call deltas merged
-// by index, usage with cached and reasoning tokens where the server gives
-// them, any base URL.
+// others): "stream": true with stream_options.include_usage, tool-call
+// deltas merged by index, usage with cached and reasoning tokens where the
+// server gives them, any base URL.
 //
-// The SDK's retries are switched off (model.Resilient retries, once for
-// every provider), and its client is built from this package's Config
-// alone: nothing is read from the environment here.
-//
-// The SDK sends the request and reports its errors; the stream's chunks are
-// read with the SDK's event decoder into chunk, the few fields of the SDK's
-// ChatCompletionChunk this provider uses, by encoding/json. The SDK's own
-// reflective decoding of every field was a sixth of the service's CPU on a
-// streamed answer (docs/performance.md).
+// It speaks the API with net/http, encoding/json and the service's SSE
+// parser (tmaxmax/go-sse), as the Cohere provider does, rather than through
+// the official SDK: the provider reads a handful of fields and writes a
+// handful more, and the SDK cost a third of the binary, megabytes of
+// resident memory at rest, and a sixth of the service's CPU on a streamed
+// answer (docs/providers.md, docs/performance.md). It retries nothing
+// (model.Resilient retries, once for every provider) and reads nothing from
+// the environment: its Config is all it knows.
 package openai
 
 import (
@@ -23,15 +21,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"strings"
 	"time"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
+	"github.com/tmaxmax/go-sse"
 
 	"github.com/companionhq/companion/internal/model"
 )
@@ -71,8 +67,8 @@ type Config struct {
 
 // Model is an OpenAI-compatible chat model. It is safe for concurrent use.
 type Model struct {
-	cfg  Config
-	chat oai.ChatCompletionService
+	cfg Config
+	url string // of chat/completions
 }
 
 var _ model.Model = (*Model)(nil)
@@ -91,19 +87,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
-	opts := []option.RequestOption{
-		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
-		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithMaxRetries(0),
-	}
-	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	}
-	// The service, not oai.NewClient: NewClient adds options read from
-	// OPENAI_* variables, and the configuration must come from Config only.
-	// (An oai.Client of our own would link every service of the SDK: a
-	// binary a quarter larger, and megabytes more resident.)
-	return &Model{cfg: cfg, chat: oai.NewChatCompletionService(opts...)}, nil
+	return &Model{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"}, nil
 }
 
 // Provider implements model.Model.
@@ -112,72 +96,99 @@ func (m *Model) Provider() string { return m.cfg.Provider }
 // ID implements model.Model.
 func (m *Model) ID() string { return m.cfg.Model }
 
+// maxEvent bounds one event of the stream: a chunk is a few hundred bytes.
+const maxEvent = 1 << 20
+
 // Stream implements model.Model.
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
-		// The SDK sends the request; its response is read here, not by the
-		// SDK's stream (which is never advanced).
-		var raw *http.Response
-		if err := m.chat.NewStreaming(ctx, Params(m.cfg.Provider, m.cfg.Model, req), option.WithResponseInto(&raw)).Err(); err != nil {
-			if raw != nil && raw.Body != nil {
-				raw.Body.Close()
-			}
-			yield(model.Part{}, m.failure(ctx, err, false))
+		p := m.cfg.Provider
+		body, err := json.Marshal(newRequest(p, m.cfg.Model, req))
+		if err != nil {
+			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: p, Message: "the request could not be encoded", Err: err})
 			return
 		}
-		events := ssestream.NewDecoder(raw)
-		if events == nil {
-			yield(model.Part{}, m.failure(ctx, errors.New("the response has no body"), false))
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
+		if err != nil {
+			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: p, Message: "the base URL is not valid", Err: err})
 			return
 		}
-		defer events.Close()
+		if m.cfg.APIKey != "" {
+			hreq.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
+		}
+		hreq.Header.Set("Content-Type", "application/json")
+		hreq.Header.Set("Accept", "text/event-stream")
+		res, err := m.cfg.HTTPClient.Do(hreq)
+		if err != nil {
+			yield(model.Part{}, model.TransportError(ctx, p, err, false))
+			return
+		}
+		defer res.Body.Close()
+		if res.StatusCode/100 != 2 {
+			detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+			yield(model.Part{}, model.StatusError(p, res.StatusCode, res.Header,
+				model.Redact(errorMessage(detail), m.cfg.APIKey), time.Now()))
+			return
+		}
 		d := &decoder{}
-		for events.Next() {
-			ev := events.Event()
-			if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: maxEvent}) {
+			if err != nil {
+				yield(model.Part{}, model.TransportError(ctx, p, err, d.began))
+				return
+			}
+			if strings.HasPrefix(ev.Data, "[DONE]") {
 				break
 			}
 			var c chunk
-			if err := c.decode(ev.Data); err != nil {
-				yield(model.Part{}, m.failure(ctx, err, d.began))
+			if err := c.decode([]byte(ev.Data)); err != nil {
+				yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err})
 				return
 			}
 			if c.Error != nil {
-				// As the SDK's stream: an event with an "error" ends it.
-				yield(model.Part{}, m.failure(ctx, &ssestream.StreamError{
-					Message: "received error while streaming: " + string(c.Error), Event: ev}, d.began))
+				// An event with an "error" ends the stream.
+				yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider reported an error in the middle of the stream",
+					Err: errors.New(model.Redact(ev.Data, m.cfg.APIKey))})
 				return
 			}
-			for _, p := range d.chunk(c) {
-				if !yield(p, nil) {
+			for _, part := range d.chunk(c) {
+				if !yield(part, nil) {
 					return
 				}
 			}
-		}
-		if err := events.Err(); err != nil {
-			yield(model.Part{}, m.failure(ctx, err, d.began))
-			return
 		}
 		if d.reason == "" {
 			if ctx.Err() != nil {
 				yield(model.Part{}, ctx.Err())
 				return
 			}
-			yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: m.cfg.Provider, Temporary: !d.began,
+			yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: p, Temporary: !d.began,
 				Message: "the stream ended before the model finished"})
 			return
 		}
-		for _, p := range d.finish() {
-			if !yield(p, nil) {
+		for _, part := range d.finish() {
+			if !yield(part, nil) {
 				return
 			}
 		}
 	}
 }
 
-// chunk is what the provider reads of a streamed chat completion chunk: the
-// fields of the SDK's ChatCompletionChunk it uses, by the same names, plus
-// the reasoning text some servers add and an in-band error.
+// errorMessage is the message of an error body, {"error": {"message": ...}},
+// or the body itself when it has none.
+func errorMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return string(body)
+}
+
+// chunk is what the provider reads of a streamed chat completion chunk,
+// plus the reasoning text some servers add and an in-band error.
 type chunk struct {
 	ID                string          `json:"id"`
 	Model             string          `json:"model"`
@@ -227,7 +238,7 @@ type usage struct {
 
 // decode reads one event's data. Data that is not a JSON object is a
 // malformed event; a field of an unexpected type is skipped (read as
-// absent), as the SDK's decoder does, and the rest is read.
+// absent), as OpenAI's SDKs do, and the rest is read.
 func (c *chunk) decode(data []byte) error {
 	err := json.Unmarshal(data, c)
 	var te *json.UnmarshalTypeError
@@ -237,56 +248,96 @@ func (c *chunk) decode(data []byte) error {
 	return err
 }
 
-// Params is the chat completions request for req.
-func Params(provider, modelName string, req model.Request) oai.ChatCompletionNewParams {
-	p := oai.ChatCompletionNewParams{
-		Model:         shared.ChatModel(modelName),
-		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)},
-	}
+// request is the body of a streamed chat completion request.
+type request struct {
+	Model    string    `json:"model"`
+	Messages []message `json:"messages"`
+	Tools    []tool    `json:"tools,omitempty"`
+	// OpenAI's newer models take only max_completion_tokens; most other
+	// servers know only max_tokens.
+	MaxCompletionTokens int  `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int  `json:"max_tokens,omitempty"`
+	Stream              bool `json:"stream"`
+	StreamOptions       struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+type message struct {
+	Role string `json:"role"`
+	// Content is absent only from an assistant message of tool calls alone.
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []toolCallItem `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type toolCallItem struct {
+	ID       string   `json:"id"`
+	Type     string   `json:"type"` // function
+	Function function `json:"function"`
+}
+
+type function struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type tool struct {
+	Type     string       `json:"type"` // function
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// newRequest is the chat completions request for req, to a server of
+// provider.
+func newRequest(provider, modelName string, req model.Request) request {
+	r := request{Model: modelName, Stream: true}
+	r.StreamOptions.IncludeUsage = true
+	text := func(s string) *string { return &s }
 	if req.System != "" {
-		p.Messages = append(p.Messages, oai.SystemMessage(req.System))
+		r.Messages = append(r.Messages, message{Role: "system", Content: text(req.System)})
 	}
 	for _, msg := range req.Messages {
 		switch msg.Role {
 		case model.RoleUser:
-			p.Messages = append(p.Messages, oai.UserMessage(msg.Content))
+			r.Messages = append(r.Messages, message{Role: "user", Content: text(msg.Content)})
 		case model.RoleAssistant:
-			am := oai.ChatCompletionAssistantMessageParam{}
+			am := message{Role: "assistant"}
 			if msg.Content != "" || len(msg.ToolCalls) == 0 {
-				am.Content.OfString = oai.String(msg.Content)
+				am.Content = text(msg.Content)
 			}
 			for _, c := range msg.ToolCalls {
 				args := string(c.Args)
 				if args == "" {
 					args = "{}"
 				}
-				am.ToolCalls = append(am.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{ID: c.ID,
-						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: args}}})
+				am.ToolCalls = append(am.ToolCalls, toolCallItem{ID: c.ID, Type: "function", Function: function{Name: c.Name, Arguments: args}})
 			}
-			p.Messages = append(p.Messages, oai.ChatCompletionMessageParamUnion{OfAssistant: &am})
+			r.Messages = append(r.Messages, am)
 		case model.RoleTool:
-			p.Messages = append(p.Messages, oai.ToolMessage(msg.Content, msg.ToolCallID))
+			r.Messages = append(r.Messages, message{Role: "tool", Content: text(msg.Content), ToolCallID: msg.ToolCallID})
 		}
 	}
 	for _, t := range req.Tools {
-		params := shared.FunctionParameters{}
-		if len(t.Parameters) > 0 {
-			_ = json.Unmarshal(t.Parameters, &params)
+		params := t.Parameters
+		if !json.Valid(params) {
+			params = json.RawMessage(`{}`)
 		}
-		p.Tools = append(p.Tools, oai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: t.Name, Description: oai.String(t.Description), Parameters: params}))
+		r.Tools = append(r.Tools, tool{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
 	if req.MaxOutputTokens > 0 {
-		// OpenAI's newer models take only max_completion_tokens; most other
-		// servers know only max_tokens.
 		if provider == ProviderOpenAI {
-			p.MaxCompletionTokens = oai.Int(int64(req.MaxOutputTokens))
+			r.MaxCompletionTokens = req.MaxOutputTokens
 		} else {
-			p.MaxTokens = oai.Int(int64(req.MaxOutputTokens))
+			r.MaxTokens = req.MaxOutputTokens
 		}
 	}
-	return p
+	return r
 }
 
 // decoder turns the chunks of one answer into parts.
@@ -419,30 +470,4 @@ func (d *decoder) finish() []model.Part {
 		}
 	}
 	return append(parts, model.Part{Kind: model.PartFinish, Finish: fin})
-}
-
-// failure classifies what the SDK's stream reports.
-func (m *Model) failure(ctx context.Context, err error, began bool) error {
-	p := m.cfg.Provider
-	var ae *oai.Error
-	var se *ssestream.StreamError
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.As(err, &ae):
-		var h http.Header
-		if ae.Response != nil {
-			h = ae.Response.Header
-		}
-		return model.StatusError(p, ae.StatusCode, h, model.Redact(ae.Message, m.cfg.APIKey), time.Now())
-	case errors.As(err, &se):
-		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider reported an error in the middle of the stream",
-			Err: errors.New(model.Redact(string(se.Event.Data), m.cfg.APIKey))}
-	case errors.As(err, &syn), errors.As(err, &typ):
-		return &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err}
-	}
-	// A failure to send the request, or to read the answer.
-	return model.TransportError(ctx, p, err, began)
 }
