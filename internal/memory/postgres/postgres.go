@@ -51,6 +51,14 @@ type Store struct {
 	locks locks.Set
 	// latest is the schema version this build migrates to, for Ping.
 	latest int
+
+	// held is the turns holding a lease, which one goroutine renews
+	// together (a goroutine and a timer for each would cost every open
+	// stream their memory); stop ends it, and done is closed when it has.
+	mu         sync.Mutex
+	held       map[*turn]struct{}
+	stop, done chan struct{}
+	closing    sync.Once
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -86,6 +94,8 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrating: %w", err)
 	}
+	s.held, s.stop, s.done = map[*turn]struct{}{}, make(chan struct{}), make(chan struct{})
+	go s.renew()
 	return s, nil
 }
 
@@ -150,6 +160,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Close implements memory.Store.
 func (s *Store) Close() error {
+	s.closing.Do(func() {
+		close(s.stop)
+		<-s.done
+	})
 	s.pool.Close()
 	return nil
 }
@@ -340,8 +354,10 @@ func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) 
 		taken, err := s.takeLease(ctx, threadID, owner)
 		switch {
 		case taken:
-			t := &turn{s: s, id: threadID, owner: owner, stop: make(chan struct{}), renewed: make(chan struct{})}
-			go t.renew()
+			t := &turn{s: s, id: threadID, owner: owner}
+			s.mu.Lock()
+			s.held[t] = struct{}{}
+			s.mu.Unlock()
 			return t, nil
 		case err != nil:
 			if ctx.Err() != nil {
@@ -442,6 +458,47 @@ func readCommit(br pgx.BatchResults) error {
 	return nil
 }
 
+// renew extends the leases of the turns in s.held every Lease/3, until
+// Close.
+func (s *Store) renew() {
+	defer close(s.done)
+	tick := time.NewTicker(Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+			ctx, cancel := context.WithTimeout(context.Background(), Lease/3)
+			// A lease not renewed is a lease that may be lost: the turn's
+			// writes check for that.
+			_ = s.renewLeases(ctx)
+			cancel()
+		}
+	}
+}
+
+// renewLeases extends every lease s.held holds, in one statement.
+func (s *Store) renewLeases(ctx context.Context) error {
+	s.mu.Lock()
+	threads, owners := make([]string, 0, len(s.held)), make([]string, 0, len(s.held))
+	for t := range s.held {
+		threads, owners = append(threads, t.id), append(owners, t.owner)
+	}
+	s.mu.Unlock()
+	if len(threads) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE thread_leases SET expires = now() + $3::interval
+		FROM unnest($1::text[], $2::text[]) AS held (thread_id, owner)
+		WHERE thread_leases.thread_id = held.thread_id AND thread_leases.owner = held.owner`,
+		threads, owners, Lease.String())
+	if err != nil {
+		return fmt.Errorf("renewing %d leases: %w", len(threads), err)
+	}
+	return nil
+}
+
 // turn is a memory.Turn held by a lease; its reads and writes go through
 // the pool, and its writes check that the lease is still its own.
 type turn struct {
@@ -449,35 +506,16 @@ type turn struct {
 	id, owner    string
 	releaseLocal func()
 	once         sync.Once
-	stop         chan struct{}
-	renewed      chan struct{} // closed when the renewer has stopped
 	// released is set once Answer's transaction, which drops the lease,
 	// has committed: Unlock has no lease left to delete.
 	released atomic.Bool
 }
 
-// renew extends the lease every Lease/3 until the turn ends.
-func (t *turn) renew() {
-	defer close(t.renewed)
-	tick := time.NewTicker(Lease / 3)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case <-tick.C:
-			ctx, cancel := context.WithTimeout(context.Background(), Lease/3)
-			_, _ = t.s.pool.Exec(ctx, `UPDATE thread_leases SET expires = now() + $3::interval WHERE thread_id = $1 AND owner = $2`,
-				t.id, t.owner, Lease.String())
-			cancel()
-		}
-	}
-}
-
 func (t *turn) Unlock() {
 	t.once.Do(func() {
-		close(t.stop)
-		<-t.renewed
+		t.s.mu.Lock()
+		delete(t.s.held, t)
+		t.s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		// A lease that cannot be deleted expires on its own.

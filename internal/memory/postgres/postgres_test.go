@@ -325,3 +325,54 @@ func TestFailedWritesRollBack(t *testing.T) {
 		t.Fatalf("the pool opened %d connections: a failed transaction left one unusable", n)
 	}
 }
+
+// TestLeasesRenewTogether: one statement renews the leases of all the
+// store's turns (a goroutine and a timer for each would cost every open
+// stream their memory), and only theirs: not another instance's, not a
+// turn's that ended.
+func TestLeasesRenewTogether(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var turns []memory.Turn
+	for _, id := range []string{"a", "b", "c"} {
+		turn, err := s.Lock(ctx, id, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer turn.Unlock()
+		turns = append(turns, turn)
+	}
+	turns[2].Unlock()
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO thread_leases VALUES ('c', 'another-instance', now()), ('d', 'another-instance', now())`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE thread_leases SET expires = now() + interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RenewLeases(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT thread_id, expires > now() + interval '20 seconds' FROM thread_leases ORDER BY thread_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for rows.Next() {
+		var id string
+		var renewed bool
+		if err := rows.Scan(&id, &renewed); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = renewed
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"a": true, "b": true, "c": false, "d": false}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("renewed %v, want %v", got, want)
+	}
+}
