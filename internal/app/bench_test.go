@@ -7,7 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
@@ -32,6 +34,10 @@ func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.C
 	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
 	b.ReportAllocs()
 	b.ResetTimer()
+	// The process's CPU time per turn is steadier than the wall time on a
+	// shared machine: compare it before and after a change.
+	cpu0 := cpuTime(b)
+	defer func() { b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":"u","messages":[{"role":"user","content":"How do I start my day well?"}],"modelSettings":{"maxOutputTokens":64}}`, n.Add(1))
@@ -44,6 +50,15 @@ func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.C
 			}
 		}
 	})
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 func BenchmarkGenerateSQLite(b *testing.B) {
