@@ -56,7 +56,7 @@ func BenchmarkEncode(b *testing.B) {
 					b.Fatal(err)
 				}
 				for i := range recs {
-					if err := w.write(int64(i+1), &recs[i]); err != nil {
+					if err := w.write(int64(i+1), &recs[i], false); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -149,7 +149,7 @@ func FuzzSSEWriter(f *testing.F) {
 		}
 		sent := []string{api.EventStart, api.EventText, api.EventToolCallDelta, api.EventText, api.EventError, api.EventRunFinish}
 		for i := range records {
-			if err := w.write(int64(i+1), &records[i]); err != nil {
+			if err := w.write(int64(i+1), &records[i], false); err != nil {
 				t.Fatal(err)
 			}
 		}

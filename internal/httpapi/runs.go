@@ -288,10 +288,10 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 	var held []heldRecord
 	committed := !fresh
 	// flushHeld writes the opening records held back (write commits the
-	// stream's headers).
-	flushHeld := func() error {
-		for _, h := range held {
-			if err := ew.write(h.seq, &h.rec); err != nil {
+	// stream's headers), and flushes them unless more records follow.
+	flushHeld := func(more bool) error {
+		for i, h := range held {
+			if err := ew.write(h.seq, &h.rec, more || i < len(held)-1); err != nil {
 				return err
 			}
 		}
@@ -336,11 +336,11 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 				return
 			}
 			committed = true
-			if flushHeld() != nil {
+			if flushHeld(true) != nil {
 				return
 			}
 		}
-		if err := ew.write(entry.Seq, &rec); err != nil {
+		if err := ew.write(entry.Seq, &rec, entry.More); err != nil {
 			return
 		}
 		if rec.Finished != nil {
@@ -349,7 +349,7 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 		}
 	}
 	if !committed {
-		_ = flushHeld()
+		_ = flushHeld(false)
 	}
 }
 

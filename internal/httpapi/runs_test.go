@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -364,5 +365,40 @@ func TestResumeInEachDialect(t *testing.T) {
 				t.Fatalf("read in two parts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// flushCounter is a ResponseWriter that counts its flushes.
+type flushCounter struct {
+	http.ResponseWriter
+	flushes int
+}
+
+func (f *flushCounter) Flush() {
+	f.flushes++
+	f.ResponseWriter.(http.Flusher).Flush()
+}
+
+// TestABurstGoesOutInOneWrite: records that are ready together are flushed
+// together, not one write each: reading an ended run again is two flushes,
+// the headers' (go-sse sends them on their own) and one with every frame.
+func TestABurstGoesOutInOneWrite(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	_, next, _ := openStream(t, "POST", svc.URL+streamPath, body(""), nil)
+	frames := readAll(next)
+	runID := runIDOf(t, frames[0])
+
+	req := httptest.NewRequest("GET", "/api/agents/companionAgent/runs/"+runID+"/stream?resourceId=u1", nil)
+	rec := httptest.NewRecorder()
+	w := &flushCounter{ResponseWriter: rec}
+	svc.App.Handler().ServeHTTP(w, req)
+	if rec.Code != 200 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	if got := strings.Count("\n"+rec.Body.String(), "\ndata: "); got != len(frames) {
+		t.Fatalf("%d frames read again, want the run's %d", got, len(frames))
+	}
+	if w.flushes != 2 {
+		t.Fatalf("%d flushes for %d frames ready at once, want 2", w.flushes, len(frames))
 	}
 }

@@ -83,7 +83,10 @@ type frameWriter struct {
 	runID   string
 	// committed is set once the headers are out.
 	committed bool
-	// onFirst is called once, when the first frame is written, and
+	// unflushed is set while frames written wait for a flush, and
+	// textUnflushed when one of them is text.
+	unflushed, textUnflushed bool
+	// onFirst is called once, when the first frame is flushed, and
 	// onFirstText when the first text frame is.
 	onFirst, onFirstText func()
 }
@@ -119,13 +122,12 @@ func (f *frameWriter) commit() {
 // records before its id.
 func (f *frameWriter) skip(rec *record) { f.frames = f.d.frames(rec, f.frames[:0]) }
 
-// write writes rec's frames, with id seq when the dialect carries ids.
-func (f *frameWriter) write(seq int64, rec *record) error {
+// write writes rec's frames, with id seq when the dialect carries ids, and
+// flushes them unless more records are ready to follow at once: a burst of
+// records goes out in one write.
+func (f *frameWriter) write(seq int64, rec *record, more bool) error {
 	f.commit()
 	f.frames = f.d.frames(rec, f.frames[:0])
-	if len(f.frames) == 0 {
-		return nil
-	}
 	for i, fr := range f.frames {
 		f.buf.Reset()
 		if err := f.enc.Encode(fr.v); err != nil {
@@ -141,17 +143,29 @@ func (f *frameWriter) write(seq int64, rec *record) error {
 		if err := f.session.Send(&m); err != nil {
 			return err
 		}
-		if fr.text && f.onFirstText != nil {
-			f.onFirstText()
-			f.onFirstText = nil
-		}
+		f.unflushed = true
+		f.textUnflushed = f.textUnflushed || fr.text
 	}
+	if more || !f.unflushed {
+		return nil
+	}
+	return f.flush()
+}
+
+// flush sends the frames written so far.
+func (f *frameWriter) flush() error {
+	text := f.textUnflushed
+	f.unflushed, f.textUnflushed = false, false
 	if err := f.session.Flush(); err != nil {
 		return err
 	}
 	if f.onFirst != nil {
 		f.onFirst()
 		f.onFirst = nil
+	}
+	if text && f.onFirstText != nil {
+		f.onFirstText()
+		f.onFirstText = nil
 	}
 	return nil
 }
@@ -160,6 +174,9 @@ func (f *frameWriter) write(seq int64, rec *record) error {
 func (f *frameWriter) end() error {
 	t := f.d.trailer()
 	if t == "" {
+		if f.unflushed {
+			return f.flush()
+		}
 		return nil
 	}
 	var m sse.Message

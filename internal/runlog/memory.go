@@ -210,13 +210,13 @@ func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) 
 		}
 		ended, wake := r.ended, r.wake
 		r.mu.Unlock()
-		for _, data := range batch {
+		for i, data := range batch {
 			if err := ctx.Err(); err != nil {
 				yield(Entry{}, err)
 				return
 			}
 			next++
-			if !yield(Entry{Seq: next, Data: data}, nil) {
+			if !yield(Entry{Seq: next, Data: data, More: i < len(batch)-1}, nil) {
 				return
 			}
 		}

@@ -308,17 +308,18 @@ func (r *Redis) followRemote(ctx context.Context, runID string, after int64, yie
 			return
 		}
 		for _, s := range streams {
-			for _, m := range s.Messages {
+			for j, m := range s.Messages {
 				if m.ID == endID {
 					return
 				}
+				more := j < len(s.Messages)-1 && s.Messages[j+1].ID != endID
 				seq, ok := parseSeq(m.ID)
 				if !ok || seq != next+1 {
 					yield(Entry{}, fmt.Errorf("runlog: run %s in Redis: entry %s follows %d, entries are missing", runID, m.ID, next))
 					return
 				}
 				data, _ := m.Values["d"].(string)
-				if !yield(Entry{Seq: seq, Data: []byte(data)}, nil) {
+				if !yield(Entry{Seq: seq, Data: []byte(data), More: more}, nil) {
 					return
 				}
 				next = seq

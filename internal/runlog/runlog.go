@@ -28,6 +28,10 @@ type Meta struct {
 type Entry struct {
 	Seq  int64
 	Data []byte
+	// More is set when the follower already has the next entry in hand: a
+	// reader writing to a network can hold its flush until the last, and
+	// send a burst of entries in one write.
+	More bool
 }
 
 // ErrNotFound is returned for a run that is unknown, or whose retention is

@@ -35,6 +35,7 @@ func testLog(t *testing.T, pair newPair) {
 		{"Readers", testReaders},
 		{"ResumeAfterADroppedFollower", testResume},
 		{"OpaqueData", testOpaqueData},
+		{"MoreMarksABurst", testMoreMarksABurst},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -424,5 +425,26 @@ func testOpaqueData(t *testing.T, w, r runlog.Log) {
 		if e.Seq != int64(i+1) || !bytes.Equal(e.Data, data[i]) {
 			t.Fatalf("entry %d: Seq %d, %d bytes; want Seq %d, %q", i, e.Seq, len(e.Data), i+1, data[i][:min(len(data[i]), 10)])
 		}
+	}
+}
+
+// testMoreMarksABurst: entries a follower reads together carry More, all
+// but the last of them, so that a reader can send them in one write; the
+// last entry of a run never does.
+func testMoreMarksABurst(t *testing.T, w, r runlog.Log) {
+	wr := start(t, w, "run-1")
+	appendN(t, wr, 1, 4)
+	end(t, wr)
+	got, err := collect(ctxFor(t), r, "run-1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEntries(t, got, 0, 4)
+	var more []bool
+	for _, e := range got {
+		more = append(more, e.More)
+	}
+	if want := []bool{true, true, true, false}; fmt.Sprint(more) != fmt.Sprint(want) {
+		t.Fatalf("More %v, want %v", more, want)
 	}
 }
