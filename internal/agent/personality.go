@@ -51,25 +51,39 @@ show you care about how the user is doing, and keep the tone light.`,
 weigh one or two perspectives briefly, and close with a question that invites the user to think further.`,
 }
 
+// bases holds each personality's instructions without a caller's: a run
+// without system messages of its own (most are) shares its string instead
+// of building one, which an open stream would keep.
+var bases = func() map[Personality]string {
+	m := make(map[Personality]string, len(voices))
+	for p, v := range voices {
+		m[p] = v + "\n\n" + shared
+	}
+	return m
+}()
+
 // Instructions returns the full system instructions for p, followed by the
 // caller's own system messages, which add to the personality and never
 // replace it.
 func Instructions(p Personality, extra []string) string {
+	base, ok := bases[p]
+	if !ok {
+		base = "\n\n" + shared
+	}
 	var b strings.Builder
-	b.WriteString(voices[p])
-	b.WriteString("\n\n")
-	b.WriteString(shared)
-	header := false
 	for _, e := range extra {
 		if e = strings.TrimSpace(e); e == "" {
 			continue
 		}
-		if !header {
+		if b.Len() == 0 {
+			b.WriteString(base)
 			b.WriteString("\n\nAdditional instructions from the caller:")
-			header = true
 		}
 		b.WriteString("\n")
 		b.WriteString(e)
+	}
+	if b.Len() == 0 {
+		return base
 	}
 	return b.String()
 }

@@ -65,11 +65,19 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 
 	mctx, mspan := r.startModelSpan(ctx, req)
 	mstart := a.cfg.Now()
-	var merr error
+	merr := r.stream(ctx, mctx, req, out, mstart)
+	return r.endStep(ctx, span, mspan, i, stepType, started, req, out, mstart, merr)
+}
+
+// stream streams the model's answer to req into out. It and endStep are
+// functions of their own so that, while the model answers, the stack holds
+// step's frame and stream's, not endStep's large one: an open stream keeps
+// its run's stack as deep as it ever grew.
+func (r *run) stream(ctx, mctx context.Context, req model.Request, out *answer, mstart time.Time) error {
+	a := r.a
 	for part, perr := range a.cfg.Model.Stream(mctx, req) {
 		if perr != nil {
-			merr = perr
-			break
+			return perr
 		}
 		if out.firstChunk == 0 {
 			out.firstChunk = max(a.cfg.Now().Sub(mstart), time.Nanosecond)
@@ -77,13 +85,21 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		// Tools start in the step's context: their spans are the model call's
 		// siblings, not its children.
 		if err := r.handlePart(ctx, part, out); err != nil {
-			merr = err
-			break
+			return err
 		}
 		if out.fin != nil {
-			break
+			return nil
 		}
 	}
+	return nil
+}
+
+// endStep ends step i once the model's answer to req is in out (or merr
+// says why not): it waits for the tools, reports their results and the
+// step, and reports whether another step should follow.
+func (r *run) endStep(ctx context.Context, span, mspan trace.Span, i int, stepType StepKind, started time.Time,
+	req model.Request, out *answer, mstart time.Time, merr error) (bool, error) {
+	a := r.a
 	fin := out.fin
 	if merr == nil && fin == nil {
 		merr = &model.Error{Kind: model.KindUpstream, Provider: a.cfg.Model.Provider(), Message: "the model's stream ended before it finished"}

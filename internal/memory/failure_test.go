@@ -1,13 +1,16 @@
 package memory_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"iter"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -195,5 +198,82 @@ func TestReplyNotSaved(t *testing.T) {
 	stored := c.messages("t", "r")
 	if len(stored) != 1 || !stored[0].Metadata.Pending {
 		t.Fatalf("the thread holds %+v", stored)
+	}
+}
+
+// panickingBegin is a store whose turns' Begin panics, the first time.
+type panickingBegin struct {
+	memory.Store
+	calls *atomic.Int32
+}
+
+func (p panickingBegin) Lock(ctx context.Context, id string, wait time.Duration) (memory.Turn, error) {
+	turn, err := p.Store.Lock(ctx, id, wait)
+	if err != nil {
+		return nil, err
+	}
+	return panickingTurn{turn, p.calls}, nil
+}
+
+type panickingTurn struct {
+	memory.Turn
+	calls *atomic.Int32
+}
+
+func (p panickingTurn) Begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
+	if p.calls.Add(1) == 1 {
+		panic("the store broke")
+	}
+	return p.Turn.Begin(ctx, th, n, ids, plan)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestPanicBeforeTheModel: the part of a turn before the model runs on a
+// goroutine of its own; a panic there still reaches the run, which answers
+// 500, logs the panic with the stack where it happened, and lets go of the
+// thread.
+func TestPanicBeforeTheModel(t *testing.T) {
+	store, err := app.OpenStore(context.Background(), apptest.SQLiteURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	ag, err := agent.New(agent.Config{Model: fakemodel.New(fakemodel.Options{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := memory.New(memory.Config{Store: panickingBegin{store, new(atomic.Int32)}, Runner: ag, Window: memory.DefaultWindow, LockWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: mem, Threads: mem, Logger: slog.New(slog.NewTextHandler(&log, nil))}))
+	t.Cleanup(srv.Close)
+	c := client{t: t, Service: &apptest.Service{URL: srv.URL}}
+
+	status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello")))
+	expectError(t, "generate", status, b, 500, "internal server error")
+	if logged := log.String(); !strings.Contains(logged, "the store broke") || !strings.Contains(logged, "panickingTurn.Begin") {
+		t.Fatalf("the log does not show the panic where it happened:\n%s", logged)
+	}
+	if status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello"))); status != 200 {
+		t.Fatalf("the thread is still held after the panic: %d %s", status, b)
 	}
 }

@@ -21,7 +21,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -133,18 +135,88 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 	if err := checkInput(in); err != nil {
 		return nil, err
 	}
-	// Refuse a foreign thread before waiting in its queue.
-	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
-		return nil, err
-	}
-	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
-		return nil, err
-	}
-	turn, err := m.lock(ctx, in.ThreadID)
+	// What comes before the model runs on a goroutine of its own: the
+	// stores' calls (SQLite's above all) grow a stack to 16 KiB, which the
+	// run's goroutine would keep, unused, for as long as the model answers,
+	// for every open stream.
+	var (
+		turn Turn
+		th   Thread
+		err  error
+	)
+	aside(func() { turn, th, in, err = m.begin(ctx, in) })
 	if err != nil {
 		return nil, err
 	}
 	defer turn.Unlock()
+
+	res, err := m.cfg.Runner.Run(ctx, in, emit)
+	if err != nil {
+		m.countFailed(ctx, in, err)
+		return nil, err
+	}
+	answered, reply, err := m.saveReply(ctx, turn, in, res)
+	if err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "the reply could not be saved to the thread: the details are in the server log")
+	}
+	return &Outcome{Result: res, Thread: th, Stored: append(answered, reply)}, nil
+}
+
+// aside runs f on a goroutine of its own and waits for it; a panic of f's
+// goes on in the caller, with the stack where it happened.
+func aside(f func()) {
+	var p *asidePanic
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ok := false
+		defer func() {
+			if !ok {
+				p = &asidePanic{value: recover(), stack: debug.Stack()}
+			}
+		}()
+		f()
+		ok = true
+	}()
+	<-done
+	if p != nil {
+		panic(p)
+	}
+}
+
+// asidePanic is a panic that aside carries over to its caller.
+type asidePanic struct {
+	value any
+	stack []byte
+}
+
+func (p *asidePanic) String() string {
+	return fmt.Sprintf("%v\n\nwhere it happened: %s", p.value, p.stack)
+}
+
+// begin is the part of a turn before the model: it checks ownership and the
+// quota, waits for the thread's turn and stores the request's new
+// messages. It returns the turn held, the thread, and in with its history
+// and the messages to answer.
+func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent.Input, error) {
+	// Refuse a foreign thread before waiting in its queue.
+	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		return nil, Thread{}, in, err
+	}
+	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
+		return nil, Thread{}, in, err
+	}
+	turn, err := m.lock(ctx, in.ThreadID)
+	if err != nil {
+		return nil, Thread{}, in, err
+	}
+	// Held on success only; let go on an error, or a panic.
+	held := false
+	defer func() {
+		if !held {
+			turn.Unlock()
+		}
+	}()
 
 	now := m.cfg.Now()
 	convo := 0
@@ -209,20 +281,11 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 	th, _, err := turn.Begin(ctx, Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now},
 		max(m.cfg.Window, convo), ids, plan)
 	if err != nil {
-		return nil, m.storeErr(err)
+		return nil, Thread{}, in, m.storeErr(err)
 	}
 	in.History, in.Messages = history, msgs
-
-	res, err := m.cfg.Runner.Run(ctx, in, emit)
-	if err != nil {
-		m.countFailed(ctx, in, err)
-		return nil, err
-	}
-	answered, reply, err := m.saveReply(ctx, turn, in, res)
-	if err != nil {
-		return nil, apperr.Wrap(apperr.Internal, err, "the reply could not be saved to the thread: the details are in the server log")
-	}
-	return &Outcome{Result: res, Thread: th, Stored: append(answered, reply)}, nil
+	held = true
+	return turn, th, in, nil
 }
 
 // saveReply stores res's reply, marks the messages it answers and counts
