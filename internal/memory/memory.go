@@ -194,19 +194,25 @@ func (p *asidePanic) String() string {
 	return fmt.Sprintf("%v\n\nwhere it happened: %s", p.value, p.stack)
 }
 
-// begin is the part of a turn before the model: it checks ownership and the
-// quota, waits for the thread's turn and stores the request's new
+// begin is the part of a turn before the model: it takes the thread's
+// turn, checks the quota and ownership, and stores the request's new
 // messages. It returns the turn held, the thread, and in with its history
 // and the messages to answer.
 func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent.Input, error) {
-	// Refuse a foreign thread before waiting in its queue.
-	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
-		return nil, Thread{}, in, err
+	// A free thread is taken at once, and Begin checks under the lock who
+	// owns it. Only a busy thread's owner is read first, so that a foreign
+	// request is refused before it would wait in the thread's queue. (A
+	// read less for most turns.)
+	turn, err := m.cfg.Store.Lock(ctx, in.ThreadID, 0)
+	switch {
+	case errors.Is(err, ErrBusy):
+		if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+			return nil, Thread{}, in, err
+		}
+		turn, err = m.lock(ctx, in.ThreadID)
+	case err != nil:
+		err = m.storeErr(err)
 	}
-	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
-		return nil, Thread{}, in, err
-	}
-	turn, err := m.lock(ctx, in.ThreadID)
 	if err != nil {
 		return nil, Thread{}, in, err
 	}
@@ -217,6 +223,9 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 			turn.Unlock()
 		}
 	}()
+	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
+		return nil, Thread{}, in, err
+	}
 
 	now := m.cfg.Now()
 	convo := 0

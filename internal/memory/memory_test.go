@@ -367,6 +367,44 @@ func TestBusyThread(t *testing.T) {
 	})
 }
 
+// TestForeignRequestDoesNotWait: a request on another resource's busy
+// thread is refused at once, not after waiting in the thread's queue for
+// the turn in progress (a minute here), and stores nothing.
+func TestForeignRequestDoesNotWait(t *testing.T) {
+	apptest.EachDatabase(t, func(t *testing.T, db string) {
+		c := start(t, db, func(c *app.Config) { c.LockWait = time.Minute; c.FakeTokenDelay = time.Second })
+		res, err := http.Post(c.URL+streamPath, "application/json", strings.NewReader(reqBody("t", "r", user("Tell me a story."))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		rd := bufio.NewReader(res.Body)
+		if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: 1") {
+			t.Fatalf("first event: %q %v", line, err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			status, b := c.do("POST", generatePath, reqBody("t", "intruder", user("Whose thread is this?")))
+			expectError(t, "a foreign turn on a busy thread", status, b, 403, `thread "t" belongs to another resource`)
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second): // the story takes more than a minute
+			t.Fatal("the foreign request waited for the thread")
+		}
+		if status, b := c.do("POST", "/api/agents/companionAgent/runs/"+res.Header.Get("X-Run-Id")+"/cancel?resourceId=r", ""); status != 200 {
+			t.Fatalf("cancelling the story: %d %s", status, b)
+		}
+		if _, err := io.Copy(io.Discard, rd); err != nil {
+			t.Fatal(err)
+		}
+		if stored := c.messages("t", "r"); len(stored) != 1 || text(stored[0]) != "Tell me a story." {
+			t.Fatalf("the thread holds %d messages, want the owner's 1", len(stored))
+		}
+	})
+}
+
 // TestHistoryWindow: the model sees the last N stored messages, a tool
 // round counting as the messages it is made of, never a tool result cut
 // from its call.
