@@ -1,7 +1,6 @@
 package memory_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // flaky is the fake model, failing on demand: before its first part, or
@@ -227,24 +227,6 @@ func (p panickingTurn) Begin(ctx context.Context, th memory.Thread, n int, ids [
 	return p.Turn.Begin(ctx, th, n, ids, plan)
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and a test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestPanicBeforeTheModel: the part of a turn before the model runs on a
 // goroutine of its own; a panic there still reaches the run, which answers
 // 500, logs the panic with the stack where it happened, and lets go of the
@@ -263,7 +245,7 @@ func TestPanicBeforeTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log testkit.Buffer
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: mem, Threads: mem, Logger: slog.New(slog.NewTextHandler(&log, nil))}))
 	t.Cleanup(srv.Close)
 	c := client{t: t, Service: &apptest.Service{URL: srv.URL}}

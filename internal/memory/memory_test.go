@@ -340,20 +340,29 @@ func TestConcurrentTurns(t *testing.T) {
 	})
 }
 
+// busy starts a story on thread as resource, streamed, and returns once
+// its first event has come: the thread is busy until the stream, read from
+// rd, has ended.
+func (c client) busy(thread, resource string) (*http.Response, *bufio.Reader) {
+	c.t.Helper()
+	res, err := http.Post(c.URL+streamPath, "application/json", strings.NewReader(reqBody(thread, resource, user("Tell me a story."))))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { res.Body.Close() })
+	rd := bufio.NewReader(res.Body)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: 1") {
+		c.t.Fatalf("first event: %q %v", line, err)
+	}
+	return res, rd
+}
+
 // TestBusyThread: with no lock wait, a turn that comes while another runs
 // is refused with 409 and a JSON error, and stores nothing.
 func TestBusyThread(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
 		c := start(t, db, func(c *app.Config) { c.LockWait = 0; c.FakeTokenDelay = 20 * time.Millisecond })
-		res, err := http.Post(c.URL+streamPath, "application/json", strings.NewReader(reqBody("t", "r", user("Tell me a story."))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		rd := bufio.NewReader(res.Body)
-		if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: 1") {
-			t.Fatalf("first event: %q %v", line, err)
-		}
+		_, rd := c.busy("t", "r")
 		status, b := c.do("POST", generatePath, reqBody("t", "r", user("Are you there?")))
 		expectError(t, "a second turn", status, b, 409, `thread "t" is busy with another turn`)
 		if _, err := io.Copy(io.Discard, rd); err != nil {
@@ -373,15 +382,7 @@ func TestBusyThread(t *testing.T) {
 func TestForeignRequestDoesNotWait(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
 		c := start(t, db, func(c *app.Config) { c.LockWait = time.Minute; c.FakeTokenDelay = time.Second })
-		res, err := http.Post(c.URL+streamPath, "application/json", strings.NewReader(reqBody("t", "r", user("Tell me a story."))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		rd := bufio.NewReader(res.Body)
-		if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "id: 1") {
-			t.Fatalf("first event: %q %v", line, err)
-		}
+		res, rd := c.busy("t", "r")
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

@@ -15,17 +15,14 @@
 package cohere
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"regexp"
 	"strings"
-	"time"
 
 	cohere "github.com/cohere-ai/cohere-go/v2"
 	sse "github.com/tmaxmax/go-sse"
@@ -86,31 +83,12 @@ func (m *Model) ID() string { return m.cfg.Model }
 // Stream implements model.Model.
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
-		body, err := json.Marshal(Request(m.cfg.Model, req))
+		res, err := model.Post(ctx, m.cfg.HTTPClient, Provider, m.url, m.cfg.APIKey, Request(m.cfg.Model, req), errorMessage)
 		if err != nil {
-			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: Provider, Message: "the request could not be encoded", Err: err})
-			return
-		}
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
-		if err != nil {
-			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: Provider, Message: "the base URL is not valid", Err: err})
-			return
-		}
-		hreq.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
-		hreq.Header.Set("Content-Type", "application/json")
-		hreq.Header.Set("Accept", "text/event-stream")
-		res, err := m.cfg.HTTPClient.Do(hreq)
-		if err != nil {
-			yield(model.Part{}, model.TransportError(ctx, Provider, err, false))
+			yield(model.Part{}, err)
 			return
 		}
 		defer res.Body.Close()
-		if res.StatusCode/100 != 2 {
-			detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
-			yield(model.Part{}, model.StatusError(Provider, res.StatusCode, res.Header,
-				model.Redact(errorMessage(detail), m.cfg.APIKey), time.Now()))
-			return
-		}
 		d := &decoder{}
 		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: 1 << 20}) {
 			if err != nil {

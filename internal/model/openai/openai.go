@@ -15,17 +15,14 @@
 package openai
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"iter"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/tmaxmax/go-sse"
 
@@ -103,33 +100,12 @@ const maxEvent = 1 << 20
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
 		p := m.cfg.Provider
-		body, err := json.Marshal(newRequest(p, m.cfg.Model, req))
+		res, err := model.Post(ctx, m.cfg.HTTPClient, p, m.url, m.cfg.APIKey, newRequest(p, m.cfg.Model, req), errorMessage)
 		if err != nil {
-			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: p, Message: "the request could not be encoded", Err: err})
-			return
-		}
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url, bytes.NewReader(body))
-		if err != nil {
-			yield(model.Part{}, &model.Error{Kind: model.KindRejected, Provider: p, Message: "the base URL is not valid", Err: err})
-			return
-		}
-		if m.cfg.APIKey != "" {
-			hreq.Header.Set("Authorization", "Bearer "+m.cfg.APIKey)
-		}
-		hreq.Header.Set("Content-Type", "application/json")
-		hreq.Header.Set("Accept", "text/event-stream")
-		res, err := m.cfg.HTTPClient.Do(hreq)
-		if err != nil {
-			yield(model.Part{}, model.TransportError(ctx, p, err, false))
+			yield(model.Part{}, err)
 			return
 		}
 		defer res.Body.Close()
-		if res.StatusCode/100 != 2 {
-			detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
-			yield(model.Part{}, model.StatusError(p, res.StatusCode, res.Header,
-				model.Redact(errorMessage(detail), m.cfg.APIKey), time.Now()))
-			return
-		}
 		d := &decoder{}
 		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: maxEvent}) {
 			if err != nil {

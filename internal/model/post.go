@@ -1,0 +1,42 @@
+package model
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Post sends a provider's streamed request: body as JSON to url, with
+// apiKey as a bearer token when there is one, asking for server-sent
+// events. It returns the response of a success, whose body the caller
+// reads and closes. A request that cannot be sent is a transport error; a
+// non-2xx answer is classified by StatusError, with the provider's own
+// message (message reads it from the body) for the log.
+func Post(ctx context.Context, client *http.Client, provider, url, apiKey string, body any, message func(body []byte) string) (*http.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, &Error{Kind: KindRejected, Provider: provider, Message: "the request could not be encoded", Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return nil, &Error{Kind: KindRejected, Provider: provider, Message: "the base URL is not valid", Err: err}
+	}
+	if apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, TransportError(ctx, provider, err, false)
+	}
+	if res.StatusCode/100 != 2 {
+		defer res.Body.Close()
+		detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
+		return nil, StatusError(provider, res.StatusCode, res.Header, Redact(message(detail), apiKey), time.Now())
+	}
+	return res, nil
+}
