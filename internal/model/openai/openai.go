@@ -112,6 +112,11 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 				yield(model.Part{}, model.TransportError(ctx, p, err, d.began))
 				return
 			}
+			if ev.Data == "" {
+				// An event without data (a keep-alive "event: ping") is none:
+				// the specification does not dispatch it.
+				continue
+			}
 			if strings.HasPrefix(ev.Data, "[DONE]") {
 				break
 			}

@@ -171,3 +171,17 @@ func TestFieldOfWrongType(t *testing.T) {
 		t.Errorf("usage %+v", u)
 	}
 }
+
+// TestEventsWithoutData: an event without data, as some servers send to
+// keep a connection alive, and a comment line are skipped, not read as a
+// malformed chunk.
+func TestEventsWithoutData(t *testing.T) {
+	r := collect(t, "event: ping\n\n: keep-alive\n\n"+
+		`data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}`+"\n\nevent: ping\n\ndata: [DONE]\n\n")
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r.Text() != "Hi" || r.Finish() == nil {
+		t.Fatalf("text %q, finish %+v", r.Text(), r.Finish())
+	}
+}
