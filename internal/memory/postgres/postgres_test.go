@@ -376,3 +376,37 @@ func TestLeasesRenewTogether(t *testing.T) {
 		t.Fatalf("renewed %v, want %v", got, want)
 	}
 }
+
+// TestBeginCopiesManyMessages: a request of many new messages (a client's
+// whole conversation, sent to a new thread) is copied in, within the
+// transaction Begin opened, and numbered from the thread's last message.
+func TestBeginCopiesManyMessages(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.URL(t)+"&pool_max_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	var msgs []memory.Message
+	for i := range 100 {
+		msgs = append(msgs, memory.Message{ID: fmt.Sprint("m", i), Role: "user", Text: fmt.Sprint("message ", i), Model: []byte(`[]`), Pending: true, CreatedAt: now})
+	}
+	turn, err := s.Lock(ctx, "t", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Unlock()
+	th := memory.Thread{ID: "t", ResourceID: "r", Metadata: []byte(`{}`), CreatedAt: now, UpdatedAt: now}
+	_, stored, err := turn.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return msgs, nil })
+	if err != nil || len(stored) != 100 || stored[0].Seq != 1 || stored[99].Seq != 100 {
+		t.Fatalf("Begin stored %d messages: %v", len(stored), err)
+	}
+	answered, reply, err := turn.Answer(ctx, memory.Message{ID: "a", Role: "assistant", Text: "hi", Model: []byte(`[]`), CreatedAt: now}, memory.Usage{})
+	if err != nil || len(answered) != 100 || reply.Seq != 101 {
+		t.Fatalf("Answer: %d answered, reply %d: %v", len(answered), reply.Seq, err)
+	}
+	if got, total, err := s.Messages(ctx, "t", 0, 200); err != nil || total != 101 || got[100].ID != "a" {
+		t.Fatalf("the thread holds %d messages: %v", total, err)
+	}
+}
