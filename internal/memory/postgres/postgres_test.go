@@ -237,11 +237,7 @@ func TestAnswerDropsTheLease(t *testing.T) {
 // connection goes on serving turns without opening another.
 func TestFailedWritesRollBack(t *testing.T) {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, pgtest.URL(t)+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, "&pool_max_conns=1")
 	now := time.Now()
 	msg := memory.Message{ID: "u1", Role: "user", Text: "hello", Model: []byte(`[]`), Pending: true, CreatedAt: now}
 	reply := memory.Message{ID: "a1", Role: "assistant", Text: "hi", Model: []byte(`[]`), CreatedAt: now}
@@ -332,11 +328,7 @@ func TestFailedWritesRollBack(t *testing.T) {
 // turn's that ended.
 func TestLeasesRenewTogether(t *testing.T) {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, "")
 	var turns []memory.Turn
 	for _, id := range []string{"a", "b", "c"} {
 		turn, err := s.Lock(ctx, id, time.Second)
@@ -382,11 +374,7 @@ func TestLeasesRenewTogether(t *testing.T) {
 // transaction Begin opened, and numbered from the thread's last message.
 func TestBeginCopiesManyMessages(t *testing.T) {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, pgtest.URL(t)+"&pool_max_conns=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, "&pool_max_conns=1")
 	now := time.Now()
 	var msgs []memory.Message
 	for i := range 100 {
@@ -409,4 +397,16 @@ func TestBeginCopiesManyMessages(t *testing.T) {
 	if got, total, err := s.Messages(ctx, "t", 0, 200); err != nil || total != 101 || got[100].ID != "a" {
 		t.Fatalf("the thread holds %d messages: %v", total, err)
 	}
+}
+
+// openStore opens a store on a fresh schema, with params added to its URL,
+// and closes it when the test ends.
+func openStore(t *testing.T, params string) *postgres.Store {
+	t.Helper()
+	s, err := postgres.Open(context.Background(), pgtest.URL(t)+params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
