@@ -225,20 +225,15 @@ func (s *Store) UsageBetween(ctx context.Context, resourceID, from, to string) (
 	return out, rows.Err()
 }
 
-// AddUsage implements memory.Store.
+// AddUsage implements memory.Store: one round trip, the batch's two
+// statements one implicit transaction.
 func (s *Store) AddUsage(ctx context.Context, u memory.Usage) error {
 	if !u.Counts() {
 		return nil
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return addUsage(ctx, tx, u) })
-}
-
-// addUsage counts u for its resource's and its thread's day, in one round
-// trip.
-func addUsage(ctx context.Context, tx pgx.Tx, u memory.Usage) error {
 	var b pgx.Batch
 	queueUsage(&b, u)
-	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("counting usage: %w", err)
 	}
 	return nil
@@ -403,7 +398,7 @@ func (s *Store) takeLease(ctx context.Context, threadID, owner string) (taken bo
 			case !errors.Is(err, pgx.ErrNoRows):
 				return err
 			}
-			return readCommit(br)
+			return committed(br.Exec())
 		})
 	})
 	return taken, err
@@ -443,10 +438,9 @@ func readBatch(br pgx.BatchResults, read func(br pgx.BatchResults) error) error 
 	return err
 }
 
-// readCommit reads the result of a queued COMMIT: PostgreSQL answers the
-// COMMIT of a failed transaction with ROLLBACK, not an error.
-func readCommit(br pgx.BatchResults) error {
-	tag, err := br.Exec()
+// committed checks the result of a COMMIT: PostgreSQL answers the COMMIT
+// of a failed transaction with ROLLBACK, not an error.
+func committed(tag pgconn.CommandTag, err error) error {
 	if err != nil {
 		return fmt.Errorf("committing: %w", err)
 	}
@@ -631,10 +625,7 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			if out, err = copyMessages(ctx, conn, t.id, msgs); err != nil {
 				return err
 			}
-			if tag, err := conn.Exec(ctx, `COMMIT`); err != nil || tag.String() != "COMMIT" {
-				return fmt.Errorf("committing: %v, %w", tag, err)
-			}
-			return nil
+			return committed(conn.Exec(ctx, `COMMIT`))
 		}
 		var w pgx.Batch
 		var read func(br pgx.BatchResults) ([]memory.Message, error)
@@ -648,7 +639,7 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 					return err
 				}
 			}
-			return readCommit(br)
+			return committed(br.Exec())
 		})
 	})
 	if err != nil {
