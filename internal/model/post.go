@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"iter"
 	"net/http"
 	"time"
+
+	sse "github.com/tmaxmax/go-sse"
 )
 
 // Post sends a provider's streamed request: body as JSON to url, with
@@ -39,4 +42,29 @@ func Post(ctx context.Context, client *http.Client, provider, url, apiKey string
 		return nil, StatusError(provider, res.StatusCode, res.Header, Redact(message(detail), apiKey), time.Now())
 	}
 	return res, nil
+}
+
+// maxEvent bounds one event of a provider's stream: its events are a few
+// hundred bytes.
+const maxEvent = 1 << 20
+
+// Events reads the server-sent events of a provider's stream from body and
+// yields the data of each. An event without data (a keep-alive such as
+// "event: ping") is none, as the specification says, and comments are not
+// events: neither is yielded.
+func Events(body io.Reader) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		for ev, err := range sse.Read(body, &sse.ReadConfig{MaxEventSize: maxEvent}) {
+			if err != nil {
+				yield("", err)
+				return
+			}
+			if ev.Data == "" {
+				continue
+			}
+			if !yield(ev.Data, nil) {
+				return
+			}
+		}
+	}
 }

@@ -25,7 +25,6 @@ import (
 	"strings"
 
 	cohere "github.com/cohere-ai/cohere-go/v2"
-	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/companionhq/companion/internal/model"
 )
@@ -90,12 +89,12 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		}
 		defer res.Body.Close()
 		d := &decoder{}
-		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: 1 << 20}) {
+		for data, err := range model.Events(res.Body) {
 			if err != nil {
 				yield(model.Part{}, model.TransportError(ctx, Provider, err, d.began))
 				return
 			}
-			parts, done, err := d.event(ev.Data)
+			parts, done, err := d.event(data)
 			if err != nil {
 				yield(model.Part{}, err)
 				return

@@ -24,8 +24,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/tmaxmax/go-sse"
-
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -93,9 +91,6 @@ func (m *Model) Provider() string { return m.cfg.Provider }
 // ID implements model.Model.
 func (m *Model) ID() string { return m.cfg.Model }
 
-// maxEvent bounds one event of the stream: a chunk is a few hundred bytes.
-const maxEvent = 1 << 20
-
 // Stream implements model.Model.
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
@@ -107,28 +102,23 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 		}
 		defer res.Body.Close()
 		d := &decoder{}
-		for ev, err := range sse.Read(res.Body, &sse.ReadConfig{MaxEventSize: maxEvent}) {
+		for data, err := range model.Events(res.Body) {
 			if err != nil {
 				yield(model.Part{}, model.TransportError(ctx, p, err, d.began))
 				return
 			}
-			if ev.Data == "" {
-				// An event without data (a keep-alive "event: ping") is none:
-				// the specification does not dispatch it.
-				continue
-			}
-			if strings.HasPrefix(ev.Data, "[DONE]") {
+			if strings.HasPrefix(data, "[DONE]") {
 				break
 			}
 			var c chunk
-			if err := c.decode([]byte(ev.Data)); err != nil {
+			if err := c.decode([]byte(data)); err != nil {
 				yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider sent a malformed stream event", Err: err})
 				return
 			}
 			if c.Error != nil {
 				// An event with an "error" ends the stream.
 				yield(model.Part{}, &model.Error{Kind: model.KindUpstream, Provider: p, Message: "the provider reported an error in the middle of the stream",
-					Err: errors.New(model.Redact(ev.Data, m.cfg.APIKey))})
+					Err: errors.New(model.Redact(data, m.cfg.APIKey))})
 				return
 			}
 			for _, part := range d.chunk(c) {
