@@ -694,8 +694,8 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 	// Requests derive their context from base: cancelling it, when their
 	// handlers have not returned after the runs were cancelled
 	// (api.CancelRuns), ends what is still waiting in them.
-	base, cancelRuns := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelRuns()
+	base, cancelRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelRequests()
 	srv := &http.Server{
 		Handler:           a.handler,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -761,7 +761,7 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 		_ = a.api.WaitRuns(closeCtx)
 		// Their streams write the runs' ends, then their handlers return.
 		if err := srv.Shutdown(closeCtx); err != nil {
-			cancelRuns()
+			cancelRequests()
 			_ = srv.Close()
 		}
 	}

@@ -91,7 +91,6 @@ func connections(n int) string {
 
 // printTargets compares the figures with the performance targets.
 func printTargets(w io.Writer, rows []row) {
-	at := func(system, endpoint string, conns int) *row { return find(rows, system, endpoint, conns) }
 	verdict := func(ok bool) string {
 		if ok {
 			return "ok"
@@ -105,7 +104,7 @@ func printTargets(w io.Writer, rows []row) {
 	}
 	for _, ep := range []string{"generate", "stream"} {
 		for _, c := range []int{1, maxConns} {
-			s := at(sysProxied, ep, c)
+			s := find(rows, sysProxied, ep, c)
 			if s == nil {
 				continue
 			}
@@ -120,19 +119,18 @@ func printTargets(w io.Writer, rows []row) {
 			}
 		}
 	}
-	if c := 16; at(sysFakeSQLite, "generate", c) != nil {
-		r := at(sysFakeSQLite, "generate", c)
+	if r := find(rows, sysFakeSQLite, "generate", 16); r != nil {
 		p99 := quantile(r.st.lat, 0.99)
 		lines = append(lines, fmt.Sprintf("fake model, SQLite, generate, 16 connections: >= 3000/s and p99 < 50 ms: %.0f/s, %s ms %s",
 			r.st.rps(), ms(p99), verdict(r.st.rps() >= 3000 && p99 < 50*time.Millisecond)))
-		if p := at(sysFakePG, "generate", c); p != nil {
+		if p := find(rows, sysFakePG, "generate", 16); p != nil {
 			if q, _, ok := ratio(rows, p); ok {
 				lines = append(lines, fmt.Sprintf("fake model, PostgreSQL within 2x of SQLite, generate, 16 connections: %.2fx %s", q, verdict(q >= 0.5)))
 			}
 		}
 	}
 	for _, sys := range []string{sysFakeSQLite, sysFakePG} {
-		if r := at(sys, "generate", 1); r != nil && r.idle > 0 {
+		if r := find(rows, sys, "generate", 1); r != nil && r.idle > 0 {
 			lines = append(lines, fmt.Sprintf("idle resident memory < 40 MB, %s: %s MB (%s MB anonymous) %s", sys, mb(r.idle), mb(r.idleAnon), verdict(r.idle < 40e6)))
 		}
 	}

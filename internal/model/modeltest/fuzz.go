@@ -19,7 +19,10 @@ import (
 // same parts and error as reading it whole. newModel builds the provider
 // with the given HTTP client.
 func FuzzStream(f *testing.F, provider, fixtures string, newModel func(*http.Client) (model.Model, error), seeds ...string) {
-	files, _ := filepath.Glob(fixtures)
+	files, err := filepath.Glob(fixtures)
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no fixtures match %s (%v): the corpus would be empty", fixtures, err)
+	}
 	for _, file := range files {
 		b, err := os.ReadFile(file)
 		if err != nil {

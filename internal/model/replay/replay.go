@@ -186,8 +186,12 @@ func (r *Replayer) Exchanges() []Served {
 }
 
 // WaitCancelled waits until the n-th request (from 0) saw its client go
-// away, and returns when that was; ok is false when ctx ended first.
+// away, and returns when that was; ok is false when ctx ended first, and at
+// once without Options.Log (nothing is noted).
 func (r *Replayer) WaitCancelled(ctx context.Context, n int) (at time.Time, ok bool) {
+	if !r.log {
+		return time.Time{}, false
+	}
 	for {
 		r.mu.Lock()
 		if n < len(r.served) && !r.served[n].CancelledAt.IsZero() {
