@@ -44,20 +44,18 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		}
 		defer turn.Unlock()
 		var tails []int
-		return func() (memory.Thread, []memory.Message, []int, error) {
-			cur, out, err := turn.Begin(ctx, th, 20, nil, func(cur memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
-				tails = append(tails, len(tail))
-				if cur.ResourceID != th.ResourceID {
-					return nil, errors.New("owned by " + cur.ResourceID)
-				}
-				if meanwhile != nil {
-					meanwhile()
-					meanwhile = nil
-				}
-				return msgs, nil
-			})
-			return cur, out, tails, err
-		}()
+		cur, out, err := turn.Begin(ctx, th, 20, nil, func(cur memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+			tails = append(tails, len(tail))
+			if cur.ResourceID != th.ResourceID {
+				return nil, errors.New("owned by " + cur.ResourceID)
+			}
+			if meanwhile != nil {
+				meanwhile()
+				meanwhile = nil
+			}
+			return msgs, nil
+		})
+		return cur, out, tails, err
 	}
 	seqs := func(id string) []string {
 		msgs, _, err := a.Messages(ctx, id, 0, 100)
@@ -124,6 +122,31 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 			t.Fatalf("error %v, plans %v, stored %+v", err, tails, out)
 		}
 		if got := seqs("t3"); len(got) != 1 || got[0] != "m2" {
+			t.Errorf("thread holds %v", got)
+		}
+	})
+	t.Run("deleted and created again by another owner meanwhile", func(t *testing.T) {
+		if _, _, _, err := begin(a, thread("t4", "ana"), []memory.Message{msg("m1")}, nil); err != nil {
+			t.Fatal(err)
+		}
+		// The same last message number as read, under another owner.
+		_, _, tails, err := begin(a, thread("t4", "ana"), []memory.Message{msg("m2")}, func() {
+			turn, err := b.Lock(ctx, "t4", time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := turn.Delete(ctx); err != nil {
+				t.Fatal(err)
+			}
+			turn.Unlock()
+			if _, _, _, err := begin(b, thread("t4", "bob"), []memory.Message{msg("b1")}, nil); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err == nil || err.Error() != "owned by bob" || len(tails) != 2 {
+			t.Fatalf("error %v, plans %v", err, tails)
+		}
+		if got := seqs("t4"); len(got) != 1 || got[0] != "b1" {
 			t.Errorf("thread holds %v", got)
 		}
 	})

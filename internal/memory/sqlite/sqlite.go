@@ -114,7 +114,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stInsertThread, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&s.stTail, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`},
 		{&s.stKnown, `SELECT id FROM messages WHERE thread_id = ? AND id IN (SELECT value FROM json_each(?))`},
-		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq`},
+		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq, resource_id`},
 		{&s.stInsertMessage, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.stAnswer, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING ` + messageCols},
 		{&s.stUsage, `INSERT INTO usage (resource_id, day, tokens, cost) VALUES (?, ?, ?, ?)
@@ -490,14 +490,15 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			return nil
 		}
 		var err error
-		out, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		var owner string
+		out, owner, err = t.s.appendTx(ctx, tx, t.id, msgs)
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
 			return errChanged // deleted meanwhile, by another process
 		case err != nil:
 			return err
-		case out[0].Seq-1 != lastSeq:
-			return errChanged // appended to meanwhile, by another process
+		case out[0].Seq-1 != lastSeq, owner != cur.ResourceID:
+			return errChanged // appended to, or deleted and created again, by another process
 		}
 		return nil
 	})
@@ -564,7 +565,7 @@ func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMe
 		if err != nil || len(msgs) == 0 {
 			return err
 		}
-		out, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		out, _, err = t.s.appendTx(ctx, tx, t.id, msgs)
 		return err
 	})
 	if err != nil {
@@ -623,7 +624,7 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 	var out []memory.Message
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		out, _, err = t.s.appendTx(ctx, tx, t.id, msgs)
 		return err
 	})
 	if err != nil {
@@ -640,7 +641,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 		if err != nil {
 			return fmt.Errorf("marking messages answered: %w", err)
 		}
-		if stored, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
+		if stored, _, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
 			return err
 		}
 		if u.Counts() {
@@ -666,20 +667,22 @@ func (t *turn) Delete(ctx context.Context) error {
 	return nil
 }
 
-// appendTx numbers msgs after the thread's last message and inserts them.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+// appendTx numbers msgs after the thread's last message and inserts them;
+// it returns them as stored, and the thread's owner.
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, string, error) {
 	var latest, size int64
 	for _, m := range msgs {
 		latest = max(latest, memory.Micro(m.CreatedAt).UnixMicro())
 		size += m.Size()
 	}
 	var last int64
-	err := tx.StmtContext(ctx, s.stNumber).QueryRowContext(ctx, len(msgs), latest, size, threadID).Scan(&last)
+	var owner string
+	err := tx.StmtContext(ctx, s.stNumber).QueryRowContext(ctx, len(msgs), latest, size, threadID).Scan(&last, &owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
+		return nil, "", fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("numbering messages: %w", err)
+		return nil, "", fmt.Errorf("numbering messages: %w", err)
 	}
 	stmt := tx.StmtContext(ctx, s.stInsertMessage)
 	out := make([]memory.Message, len(msgs))
@@ -688,11 +691,11 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 		m.Seq = first + int64(i)
 		m.CreatedAt = memory.Micro(m.CreatedAt)
 		if _, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt.UnixMicro()); err != nil {
-			return nil, fmt.Errorf("storing message %q: %w", m.ID, err)
+			return nil, "", fmt.Errorf("storing message %q: %w", m.ID, err)
 		}
 		out[i] = m
 	}
-	return out, nil
+	return out, owner, nil
 }
 
 type scanner interface{ Scan(dest ...any) error }
