@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -463,7 +462,7 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	var tail []memory.Message
 	known := map[string]bool{}
 	if exists {
-		if tail, known, err = t.reads(ctx, func(st *sql.Stmt) *sql.Stmt { return st }, n, ids); err != nil {
+		if tail, known, err = t.reads(ctx, asIs, n, ids); err != nil {
 			return cur, nil, err
 		}
 	}
@@ -510,6 +509,10 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	}
 	return cur, out, nil
 }
+
+// asIs gives reads the store's statements as they are, outside a
+// transaction.
+func asIs(st *sql.Stmt) *sql.Stmt { return st }
 
 // reads is what a turn reads for its plan: the thread's last n messages
 // (oldest first) and which of ids it holds, with the store's statements as
@@ -575,46 +578,12 @@ func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMe
 }
 
 func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
-	if n <= 0 {
-		return nil, nil
-	}
-	msgs, err := queryMessages(ctx, t.s.db, `SELECT `+messageCols+` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`, t.id, n)
-	if err != nil {
-		return nil, err
-	}
-	slices.Reverse(msgs) // newest first as read; oldest first as returned
-	return msgs, nil
+	tail, _, err := t.reads(ctx, asIs, n, nil)
+	return tail, err
 }
 
 func (t *turn) Known(ctx context.Context, ids []string) (map[string]bool, error) {
-	known := map[string]bool{}
-	// SQLite caps the number of parameters of a statement.
-	const batch = 500
-	for len(ids) > 0 {
-		n := min(batch, len(ids))
-		args := []any{t.id}
-		for _, id := range ids[:n] {
-			args = append(args, id)
-		}
-		rows, err := t.s.db.QueryContext(ctx, `SELECT id FROM messages WHERE thread_id = ? AND id IN (?`+strings.Repeat(",?", n-1)+`)`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("looking up message ids: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			known[id] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		ids = ids[n:]
-	}
-	return known, nil
+	return knownIDs(ctx, t.s.stKnown, t.id, ids)
 }
 
 func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Message, error) {
