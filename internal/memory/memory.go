@@ -238,9 +238,10 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 			}
 		}
 	}
-	// One transaction before the model is called: the thread (created on
-	// first use), its tail, the request's new messages, stored pending so
-	// that a run that fails leaves them in the thread for a retry.
+	// One write before the model is called: the thread (created on first
+	// use) and the request's new messages, stored pending so that a run
+	// that fails leaves them in the thread for a retry. plan may run more
+	// than once (Turn.Begin): it only sets history and msgs.
 	var history []model.Message
 	var msgs []agent.Message
 	plan := func(th Thread, tail []Message, known map[string]bool) ([]Message, error) {

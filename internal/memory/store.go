@@ -146,12 +146,16 @@ type Store interface {
 // Turn is a thread held for one turn: no other turn on the thread runs until
 // Unlock. Its reads and writes see everything earlier turns stored.
 type Turn interface {
-	// Begin stores a turn's new messages in one transaction: it creates the
-	// thread as t when it does not exist, reads it, its last n messages
-	// (oldest first) and which of ids its messages have, and calls plan
-	// with them. plan returns the messages to store after the thread's
-	// last (none is fine) or an error, which stores nothing. Begin returns
-	// the thread as read and the stored messages with their Seq.
+	// Begin stores a turn's new messages: it reads the thread (as t when it
+	// does not exist yet), its last n messages (oldest first) and which of
+	// ids its messages have, and calls plan with them. plan returns the
+	// messages to store after the thread's last (none is fine) or an
+	// error, which stores nothing. The writes (the thread when new, the
+	// messages) commit together, and only if what plan was given is still
+	// so: a store may read outside the write and, when the thread changed
+	// meanwhile, read and call plan again, so plan must do nothing but
+	// compute its result. Begin returns the thread as read and the stored
+	// messages with their Seq.
 	Begin(ctx context.Context, t Thread, n int, ids []string, plan Plan) (Thread, []Message, error)
 	// Open returns the thread, creating it as t when it does not exist.
 	Open(ctx context.Context, t Thread) (Thread, error)
@@ -179,7 +183,8 @@ type Turn interface {
 }
 
 // Plan decides, from a thread, its tail and the known ids of a request's
-// messages, which messages a turn stores (see Turn.Begin).
+// messages, which messages a turn stores (see Turn.Begin, which may call it
+// more than once).
 type Plan func(th Thread, tail []Message, known map[string]bool) ([]Message, error)
 
 // Micro is t as stores keep it: UTC, to the microsecond.
