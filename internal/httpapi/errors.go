@@ -119,12 +119,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func errorBody(message string) api.ErrorBody { return api.ErrorBody{Error: message} }
 
-// retryAfterOf is how long the client should wait before trying again, or
-// 0: what the error says, or what a provider that asked us to wait said.
 // retrySeconds is d in whole seconds, rounded up: waiting that long is
 // always enough.
 func retrySeconds(d time.Duration) int { return int(math.Ceil(d.Seconds())) }
 
+// retryAfterOf is how long the client should wait before trying again, or
+// 0: what the error says, or what a provider that asked us to wait said.
 func retryAfterOf(err error, ae *apperr.Error) time.Duration {
 	if ae.RetryAfter > 0 {
 		return ae.RetryAfter

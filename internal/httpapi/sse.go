@@ -71,8 +71,8 @@ func newDialect(format, runID string) dialect {
 	return &seedDialect{runID: runID}
 }
 
-// frameWriter writes a run's frames as Server-Sent Events, flushed per
-// record.
+// frameWriter writes a run's frames as Server-Sent Events, flushed after
+// the last of the records ready together.
 type frameWriter struct {
 	w       http.ResponseWriter
 	session *sse.Session
