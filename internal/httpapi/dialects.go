@@ -84,6 +84,7 @@ func sdkReason(r string) string {
 
 func (*mastraDialect) headers(http.Header) {}
 func (*mastraDialect) ids() bool           { return false }
+func (*mastraDialect) stateful() bool      { return true }
 func (*mastraDialect) trailer() string     { return "[DONE]" }
 
 func (d *mastraDialect) chunk(typ string, payload any) frame {
@@ -182,6 +183,7 @@ type aisdkDialect struct {
 
 func (*aisdkDialect) headers(h http.Header) { h.Set("X-Vercel-Ai-Ui-Message-Stream", "v1") }
 func (*aisdkDialect) ids() bool             { return true }
+func (*aisdkDialect) stateful() bool        { return true }
 func (*aisdkDialect) trailer() string       { return "[DONE]" }
 
 // aisdkChunk is one chunk of the UI message stream; the fields its type

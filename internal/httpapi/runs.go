@@ -298,10 +298,14 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 		held = nil
 		return nil
 	}
-	// From the start even when resuming: the records up to after go to the
-	// dialect unwritten, so that one keeping state across records (an open
-	// text block) goes on as if the stream had never broken.
-	for entry, err := range s.runs.log.Follow(r.Context(), runID, 0) {
+	// A dialect that keeps state across records (an open text block) reads
+	// from the start even when resuming: the records up to after go to it
+	// unwritten, so that it goes on as if the stream had never broken.
+	from := after
+	if d.stateful() {
+		from = 0
+	}
+	for entry, err := range s.runs.log.Follow(r.Context(), runID, from) {
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.LogAttrs(r.Context(), slog.LevelWarn, "following a run failed", slog.String("run_id", runID), errAttr(err))

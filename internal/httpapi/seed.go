@@ -52,6 +52,7 @@ type seedDialect struct{ runID string }
 func (*seedDialect) headers(http.Header) {}
 func (*seedDialect) ids() bool           { return true }
 func (*seedDialect) trailer() string     { return "" }
+func (*seedDialect) stateful() bool      { return false }
 
 func (d *seedDialect) frames(rec *record, out []frame) []frame {
 	switch {

@@ -25,6 +25,9 @@ type dialect interface {
 	ids() bool
 	// trailer is a data frame written after the run's end, or "".
 	trailer() string
+	// stateful reports whether frames depends on the records before rec
+	// (an open text block): a resumed stream then feeds it those too.
+	stateful() bool
 }
 
 // frame is one SSE data frame: a JSON value.
