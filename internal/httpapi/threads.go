@@ -100,7 +100,7 @@ func (s *Server) handleListThreads() http.HandlerFunc {
 // handleGetThread serves GET /api/memory/threads/{threadId}.
 func (s *Server) handleGetThread() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := s.threadParams(r)
+		id, rid, _, err := s.threadParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -118,10 +118,10 @@ func (s *Server) handleGetThread() http.HandlerFunc {
 // page of the thread's messages, oldest first.
 func (s *Server) handleListMessages() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := s.threadParams(r)
+		id, rid, q, err := s.threadParams(r)
 		var page, perPage int
 		if err == nil {
-			page, perPage, err = pageParams(r.URL.Query())
+			page, perPage, err = pageParams(q)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
@@ -138,15 +138,17 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 			return
 		}
 		ui := make([]api.UIMessage, 0, len(list.Items))
-		decoded := make([][]model.Message, 0, len(list.Items))
+		core := []coreMessage{}
 		for _, m := range list.Items {
 			ms := modelMessagesOf(m)
-			decoded = append(decoded, ms)
 			ui = append(ui, uiMessage(th, m, ms))
+			if mastra {
+				core = appendCore(core, m, ms)
+			}
 		}
 		if mastra {
 			// Mastra's client reads {messages (model messages), uiMessages}.
-			writeJSON(w, http.StatusOK, mastraMessages{Messages: coreMessages(list.Items, decoded), UIMessages: ui, LegacyMessages: []any{},
+			writeJSON(w, http.StatusOK, mastraMessages{Messages: core, UIMessages: ui, LegacyMessages: []any{},
 				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
 			return
 		}
@@ -158,7 +160,7 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 // title, new metadata, or both.
 func (s *Server) handleUpdateThread() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := s.threadParams(r)
+		id, rid, _, err := s.threadParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -198,7 +200,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 // thread and its messages. A turn in progress on it finishes first.
 func (s *Server) handleDeleteThread() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, err := s.threadParams(r)
+		id, rid, _, err := s.threadParams(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -212,25 +214,25 @@ func (s *Server) handleDeleteThread() http.HandlerFunc {
 }
 
 // threadParams reads {threadId}, resourceId and agentId.
-func (s *Server) threadParams(r *http.Request) (string, string, error) {
+func (s *Server) threadParams(r *http.Request) (string, string, url.Values, error) {
 	raw := chi.URLParam(r, "threadId")
 	// chi matches the escaped path when there is one.
 	id, err := url.PathUnescape(raw)
 	if err != nil {
-		return "", "", apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", clip(raw))
+		return "", "", nil, apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", clip(raw))
 	}
 	if !utf8.ValidString(id) {
-		return "", "", apperr.New(apperr.Invalid, "threadId is not valid UTF-8")
+		return "", "", nil, apperr.New(apperr.Invalid, "threadId is not valid UTF-8")
 	}
 	id = strings.TrimSpace(id)
 	if id == "" {
-		return "", "", apperr.New(apperr.Invalid, "threadId must not be empty")
+		return "", "", nil, apperr.New(apperr.Invalid, "threadId must not be empty")
 	}
 	if err := idLimit("threadId", id, s.cfg.Limits); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	_, rid, err := s.ownerQuery(r, false, "page", "perPage")
-	return id, rid, err
+	q, rid, err := s.ownerQuery(r, false, "page", "perPage")
+	return id, rid, q, err
 }
 
 // ownerQuery reads the query of a threads or runs request: only its
@@ -362,31 +364,28 @@ type corePart struct {
 	IsError    bool            `json:"isError,omitempty"`
 }
 
-// coreMessages are msgs, whose model messages are decoded, as Mastra's
+// appendCore appends m, whose model messages are ms, to out as Mastra's
 // core messages.
-func coreMessages(msgs []memory.Message, decoded [][]model.Message) []coreMessage {
-	out := []coreMessage{}
-	for k, m := range msgs {
-		for i, mm := range decoded[k] {
-			cm := coreMessage{Role: mm.Role, Content: mm.Content}
-			if i == 0 {
-				cm.ID = m.ID
-			}
-			switch {
-			case mm.Role == model.RoleTool:
-				cm.Content = []corePart{{Type: "tool-result", ToolCallID: mm.ToolCallID, ToolName: mm.ToolName, Result: json.RawMessage(mm.Content), IsError: mm.IsError}}
-			case len(mm.ToolCalls) > 0:
-				parts := []corePart{}
-				if mm.Content != "" {
-					parts = append(parts, corePart{Type: "text", Text: mm.Content})
-				}
-				for _, c := range mm.ToolCalls {
-					parts = append(parts, corePart{Type: "tool-call", ToolCallID: c.ID, ToolName: c.Name, Args: c.Args})
-				}
-				cm.Content = parts
-			}
-			out = append(out, cm)
+func appendCore(out []coreMessage, m memory.Message, ms []model.Message) []coreMessage {
+	for i, mm := range ms {
+		cm := coreMessage{Role: mm.Role, Content: mm.Content}
+		if i == 0 {
+			cm.ID = m.ID
 		}
+		switch {
+		case mm.Role == model.RoleTool:
+			cm.Content = []corePart{{Type: "tool-result", ToolCallID: mm.ToolCallID, ToolName: mm.ToolName, Result: json.RawMessage(mm.Content), IsError: mm.IsError}}
+		case len(mm.ToolCalls) > 0:
+			parts := []corePart{}
+			if mm.Content != "" {
+				parts = append(parts, corePart{Type: "text", Text: mm.Content})
+			}
+			for _, c := range mm.ToolCalls {
+				parts = append(parts, corePart{Type: "tool-call", ToolCallID: c.ID, ToolName: c.Name, Args: c.Args})
+			}
+			cm.Content = parts
+		}
+		out = append(out, cm)
 	}
 	return out
 }
