@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,10 +63,22 @@ func (c *commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-func TestFallbackAnswersLocallyWhileRedisIsDown(t *testing.T) {
-	// The client's defaults: it retries, and ignores context deadlines.
-	client := redis.NewClient(&redis.Options{Addr: testkit.FreeAddr(t)})
+// serviceClient is a client to addr as the service makes one
+// (ParseRedisURL): it retries, and honours context deadlines, which is how
+// the Fallback's timeout bounds a call.
+func serviceClient(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	opts, err := limits.ParseRedisURL("redis://" + addr + "/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
 	t.Cleanup(func() { client.Close() })
+	return client
+}
+
+func TestFallbackAnswersLocallyWhileRedisIsDown(t *testing.T) {
+	client := serviceClient(t, testkit.FreeAddr(t))
 	var sent commands
 	client.AddHook(&sent)
 	var got changes
@@ -83,7 +96,9 @@ func TestFallbackAnswersLocallyWhileRedisIsDown(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %d: %v", i+1, err)
 		}
-		// The bound is the 100 ms timeout; this machine may be busy.
+		// A refused connection fails at once; the bound would be the
+		// 100 ms timeout (TestFallbackBoundsARedisThatDoesNotAnswer). This
+		// machine may be busy.
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("request %d took %v", i+1, took)
 		}
@@ -117,6 +132,50 @@ func TestFallbackAnswersLocallyWhileRedisIsDown(t *testing.T) {
 		t.Fatalf("%d commands sent to Redis, want 2: one more after the back-off", n)
 	}
 	got.want(t, false) // still down: no change to report
+}
+
+// TestFallbackBoundsARedisThatDoesNotAnswer: a Redis that takes the
+// connection and never answers costs a call its timeout (100 ms), not the
+// client's own (seconds), and the local limiter decides.
+func TestFallbackBoundsARedisThatDoesNotAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn // open, never answered
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, conn)
+			mu.Unlock()
+		}
+	}()
+	var got changes
+	f := limits.NewFallback(limits.NewRedis(serviceClient(t, ln.Addr().String()), 3, "p:"), limits.NewLocal(3), limits.FallbackOptions{OnChange: got.record})
+	start := time.Now()
+	d, err := f.Allow(context.Background(), "k")
+	if err != nil || !d.Allowed {
+		t.Fatalf("Allow: %+v, %v; want the local limiter's yes", d, err)
+	}
+	// 100 ms, on a machine that may be busy; the client's own timeouts are
+	// seconds.
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Allow took %v against a Redis that does not answer", took)
+	}
+	got.want(t, false)
 }
 
 func TestFallbackReportsAChangeOnceUnderLoad(t *testing.T) {
