@@ -114,9 +114,9 @@ func readmeVariables(t *testing.T) map[string]bool {
 	return vars
 }
 
-// knownVariables are the variables the service reads: its flags'
-// variables, the provider keys of the README's table, and OpenTelemetry's
-// standard OTEL_* ones. Every flag's variable must be in the README.
+// knownVariables are the variables the service reads: those of the
+// README's configuration table (TestReadmeConfiguration checks that every
+// flag's variable is there) and OpenTelemetry's standard OTEL_* ones.
 func knownVariables(t *testing.T) func(string) bool {
 	t.Helper()
 	readme := readmeVariables(t)

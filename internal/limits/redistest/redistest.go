@@ -62,20 +62,13 @@ func ServerURL() string {
 	return shared.url
 }
 
-// unavailable skips the test, or fails it with CI=true, saying what is
-// missing and how to provide it.
-func unavailable(t testing.TB, missing, remedy string) {
-	t.Helper()
-	testkit.Unavailable(t, "Redis: "+missing, remedy)
-}
-
 // Options returns client options for the shared test server, once it has
 // answered a PING.
 func Options(t testing.TB) *redis.Options {
 	t.Helper()
 	url := ServerURL()
 	if url == "" {
-		unavailable(t, fmt.Sprintf("no Redis: %v", shared.err), remedy)
+		testkit.Unavailable(t, fmt.Sprintf("no Redis: %v", shared.err), remedy)
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
@@ -86,7 +79,7 @@ func Options(t testing.TB) *redis.Options {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		unavailable(t, fmt.Sprintf("Redis at %s is unreachable: %v", opts.Addr, err), remedy)
+		testkit.Unavailable(t, fmt.Sprintf("Redis at %s is unreachable: %v", opts.Addr, err), remedy)
 	}
 	return opts
 }
@@ -142,7 +135,7 @@ type Server struct {
 func StartServer(t testing.TB) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		unavailable(t, "redis-server is not on PATH to run a private server", remedy)
+		testkit.Unavailable(t, "redis-server is not on PATH to run a private server", remedy)
 	}
 	port, err := throwaway.FreePort()
 	if err != nil {

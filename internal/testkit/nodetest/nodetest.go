@@ -28,10 +28,10 @@ import (
 	"github.com/companionhq/companion/internal/testkit"
 )
 
-// StampFile, inside node_modules, holds the SHA-256 of the
-// package-lock.json that node_modules was installed from (the .ci scripts
-// write it too).
-const StampFile = ".package-lock.sha256"
+// stampFile, inside node_modules, holds the SHA-256 of the
+// package-lock.json that node_modules was installed from (.ci/lib.sh's
+// npm_ci_stamped writes the same file).
+const stampFile = ".package-lock.sha256"
 
 // Suite names a test that needs Node, for its messages.
 type Suite struct {
@@ -41,14 +41,11 @@ type Suite struct {
 	Setup string
 }
 
-// Unavailable skips the test, or fails it under CI=true.
+// Unavailable skips the test, or fails it under CI=true (testkit.Unavailable).
 func (s Suite) Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if testkit.InCI() {
-		t.Fatalf("%s (CI=true: make test runs %s first)", msg, s.Setup)
-	}
-	t.Skipf("%s: %s are skipped (COMPANION_INSTALL=1 make test installs what they need)", msg, s.What)
+	testkit.Unavailable(t, fmt.Sprintf(format, args...)+" ("+s.What+")",
+		"make test runs "+s.Setup+" first; COMPANION_INSTALL=1 make test installs what it needs")
 }
 
 // RequireNode checks that node 20 or newer and npm are on PATH.
@@ -81,15 +78,18 @@ func (s Suite) InstallModules(t testing.TB, dir string) {
 	}
 	sum := sha256.Sum256(lock)
 	want := hex.EncodeToString(sum[:])
-	stamp := filepath.Join(dir, "node_modules", StampFile)
-	if got, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(got)) == want {
+	stamp := filepath.Join(dir, "node_modules", stampFile)
+	installed := func() bool {
+		got, err := os.ReadFile(stamp)
+		return err == nil && strings.TrimSpace(string(got)) == want
+	}
+	if installed() {
 		return
 	}
-
 	// Two test processes must not install into one folder at once.
-	unlock := LockFile(t, filepath.Join(dir, ".npm-ci.lock"))
+	unlock := lockFile(t, filepath.Join(dir, ".npm-ci.lock"))
 	defer unlock()
-	if got, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(got)) == want {
+	if installed() {
 		return
 	}
 	if !testkit.InCI() && os.Getenv("COMPANION_INSTALL") != "1" {
@@ -110,8 +110,8 @@ func (s Suite) InstallModules(t testing.TB, dir string) {
 	}
 }
 
-// LockFile takes an exclusive lock on path and returns its release.
-func LockFile(t testing.TB, path string) func() {
+// lockFile takes an exclusive lock on path and returns its release.
+func lockFile(t testing.TB, path string) func() {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
@@ -153,7 +153,7 @@ func StartFakeOpenMeteo(t testing.TB, bin string) string {
 	}}
 	cmd.Stdout = out
 	cmd.Stderr = out
-	Start(t, cmd)
+	start(t, cmd)
 	select {
 	case base := <-found:
 		return base
@@ -202,7 +202,7 @@ func StartService(t testing.TB, bin, meteo, apiKey, resource string, extra ...st
 	}
 	cmd.Stdout = logs
 	cmd.Stderr = logs
-	exited := Start(t, cmd)
+	exited := start(t, cmd)
 
 	var base string
 	select {
@@ -231,9 +231,9 @@ func StartService(t testing.TB, bin, meteo, apiKey, resource string, extra ...st
 	return base, logs
 }
 
-// Start starts cmd and stops it when the test ends: SIGTERM, then SIGKILL
+// start starts cmd and stops it when the test ends: SIGTERM, then SIGKILL
 // after 10 seconds. The channel receives Wait's result.
-func Start(t testing.TB, cmd *exec.Cmd) <-chan error {
+func start(t testing.TB, cmd *exec.Cmd) <-chan error {
 	t.Helper()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting %s: %v", cmd.Path, err)
@@ -270,7 +270,7 @@ func RunNode(t testing.TB, dir string, env []string, script string) error {
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		return fmt.Errorf("exit status %d: %s", exit.ExitCode(), Summary(out.String()))
+		return fmt.Errorf("exit status %d: %s", exit.ExitCode(), summary(out.String()))
 	}
 	return err
 }
@@ -278,8 +278,8 @@ func RunNode(t testing.TB, dir string, env []string, script string) error {
 // failLine picks the failing tests' names out of the spec reporter's output.
 var failLine = regexp.MustCompile(`^\s*✖ (.+?)(?: \(\d[\d.]*ms\))?$`)
 
-// Summary names the failed node tests, or says where to look.
-func Summary(out string) string {
+// summary names the failed node tests, or says where to look.
+func summary(out string) string {
 	seen := map[string]bool{}
 	var failed []string
 	for _, l := range strings.Split(out, "\n") {

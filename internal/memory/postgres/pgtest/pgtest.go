@@ -76,9 +76,12 @@ func server(t testing.TB) string {
 // ends, after the cleanups registered later (closing stores) have run.
 func URL(t testing.TB) string {
 	t.Helper()
+	// The server first: starting the private one takes its own time, which
+	// the schema's 10 seconds must not include.
+	srv := server(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	url, drop, err := NewSchema(ctx, server(t), "companion_test_")
+	url, drop, err := NewSchema(ctx, srv, "companion_test_")
 	if err != nil {
 		t.Fatalf("the test PostgreSQL: %v", err)
 	}
