@@ -57,6 +57,17 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		})
 		return cur, out, tails, err
 	}
+	// remove deletes thread id through s, as another process would.
+	remove := func(s *sqlite.Store, id string) {
+		turn, err := s.Lock(ctx, id, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer turn.Unlock()
+		if err := turn.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	seqs := func(id string) []string {
 		msgs, _, err := a.Messages(ctx, id, 0, 100)
 		if err != nil {
@@ -108,16 +119,7 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		if _, _, _, err := begin(a, thread("t3", "ana"), []memory.Message{msg("m1")}, nil); err != nil {
 			t.Fatal(err)
 		}
-		_, out, tails, err := begin(a, thread("t3", "ana"), []memory.Message{msg("m2")}, func() {
-			turn, err := b.Lock(ctx, "t3", time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer turn.Unlock()
-			if err := turn.Delete(ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
+		_, out, tails, err := begin(a, thread("t3", "ana"), []memory.Message{msg("m2")}, func() { remove(b, "t3") })
 		if err != nil || len(tails) != 2 || tails[1] != 0 || len(out) != 1 || out[0].Seq != 1 {
 			t.Fatalf("error %v, plans %v, stored %+v", err, tails, out)
 		}
@@ -131,14 +133,7 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		}
 		// The same last message number as read, under another owner.
 		_, _, tails, err := begin(a, thread("t4", "ana"), []memory.Message{msg("m2")}, func() {
-			turn, err := b.Lock(ctx, "t4", time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := turn.Delete(ctx); err != nil {
-				t.Fatal(err)
-			}
-			turn.Unlock()
+			remove(b, "t4")
 			if _, _, _, err := begin(b, thread("t4", "bob"), []memory.Message{msg("b1")}, nil); err != nil {
 				t.Fatal(err)
 			}
