@@ -210,6 +210,18 @@ func TestChatCommands(t *testing.T) {
 	}
 }
 
+// TestChatNotesAReplyCutShort: a reply that reached the output limit (the
+// service caps each model call here) says so after its text.
+func TestChatNotesAReplyCutShort(t *testing.T) {
+	svc := apptest.Start(t, func(c *app.Config) { c.MaxOutputTokens = 5 })
+	cg := startChat(t, svc.URL, "t1")
+	cg.say(t, "Tell me a long story.")
+	cg.quit(t)
+	if out := cg.out.String(); !strings.Contains(out, "(cut short: the reply reached the output limit)\n") {
+		t.Fatalf("no note of the limit:\n%s", out)
+	}
+}
+
 // TestChatStopsAReply: Ctrl-C in the middle of a reply cancels the run:
 // "stopped", the prompt is back, nothing of the reply is stored, and the
 // next turn answers both messages.
