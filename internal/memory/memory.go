@@ -21,9 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +30,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/aside"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/pricing"
 )
@@ -144,7 +143,7 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 		th   Thread
 		err  error
 	)
-	aside(func() { turn, th, in, err = m.begin(ctx, in) })
+	aside.Do(func() { turn, th, in, err = m.begin(ctx, in) })
 	if err != nil {
 		return nil, err
 	}
@@ -160,38 +159,6 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 		return nil, apperr.Wrap(apperr.Internal, err, "the reply could not be saved to the thread: the details are in the server log")
 	}
 	return &Outcome{Result: res, Thread: th, Stored: append(answered, reply)}, nil
-}
-
-// aside runs f on a goroutine of its own and waits for it; a panic of f's
-// goes on in the caller, with the stack where it happened.
-func aside(f func()) {
-	var p *asidePanic
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ok := false
-		defer func() {
-			if !ok {
-				p = &asidePanic{value: recover(), stack: debug.Stack()}
-			}
-		}()
-		f()
-		ok = true
-	}()
-	<-done
-	if p != nil {
-		panic(p)
-	}
-}
-
-// asidePanic is a panic that aside carries over to its caller.
-type asidePanic struct {
-	value any
-	stack []byte
-}
-
-func (p *asidePanic) String() string {
-	return fmt.Sprintf("%v\n\nwhere it happened: %s", p.value, p.stack)
 }
 
 // begin is the part of a turn before the model: it takes the thread's

@@ -1,0 +1,49 @@
+package aside_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/companionhq/companion/internal/aside"
+)
+
+func TestDoWaitsForF(t *testing.T) {
+	got := 0
+	aside.Do(func() { got = 42 })
+	if got != 42 {
+		t.Fatalf("after Do, f's result is %d, want 42", got)
+	}
+}
+
+// TestDoCarriesAPanic: a panic in f goes on in Do's caller, with f's value
+// and the stack where it happened, not the new goroutine's crash.
+func TestDoCarriesAPanic(t *testing.T) {
+	defer func() {
+		v := recover()
+		p, ok := v.(*aside.Panic)
+		if !ok {
+			t.Fatalf("recovered %T (%v), want *aside.Panic", v, v)
+		}
+		if p.Value != "deep down" {
+			t.Errorf("the panic's value is %v, want \"deep down\"", p.Value)
+		}
+		if !strings.Contains(string(p.Stack), "panicDeepDown") {
+			t.Errorf("the panic's stack does not show where it happened:\n%s", p.Stack)
+		}
+		if s := p.String(); !strings.Contains(s, "deep down") || !strings.Contains(s, "panicDeepDown") {
+			t.Errorf("String() = %q, want the value and the stack", s)
+		}
+	}()
+	aside.Do(panicDeepDown)
+	t.Fatal("Do returned after f panicked")
+}
+
+func panicDeepDown() { panic("deep down") }
+
+// BenchmarkDo is the cost of going aside once, which the stream's writer
+// pays once a burst of records.
+func BenchmarkDo(b *testing.B) {
+	for b.Loop() {
+		aside.Do(func() {})
+	}
+}
