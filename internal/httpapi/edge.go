@@ -46,22 +46,30 @@ func (s *Server) authOn() bool { return s.cfg.Auth != nil && s.cfg.Auth.Enabled(
 // cannot be had). It does nothing when authentication is off.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.authOn() {
-			next.ServeHTTP(w, r)
-			return
-		}
-		id, err := s.credential(r)
-		if err != nil {
-			if apperr.CodeOf(err) == apperr.Unauthenticated {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="companion"`)
+		if s.authOn() {
+			var ok bool
+			if r, ok = s.authenticated(w, r); !ok {
+				return
 			}
-			s.writeError(w, r, err)
-			return
 		}
-		s.log.LogAttrs(r.Context(), slog.LevelDebug, "authenticated",
-			slog.String("method", id.Method), slog.String("subject", id.Subject))
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+		next.ServeHTTP(w, r)
 	})
+}
+
+// authenticated returns r with the identity its credential proves, or
+// answers it with the error and returns false.
+func (s *Server) authenticated(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
+	id, err := s.credential(r)
+	if err != nil {
+		if apperr.CodeOf(err) == apperr.Unauthenticated {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="companion"`)
+		}
+		s.writeError(w, r, err)
+		return r, false
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelDebug, "authenticated",
+		slog.String("method", id.Method), slog.String("subject", id.Subject))
+	return r.WithContext(context.WithValue(r.Context(), identityKey{}, id)), true
 }
 
 func (s *Server) credential(r *http.Request) (auth.Identity, error) {
@@ -139,15 +147,22 @@ const (
 // limitAddress admits the request under its client address's rate limit.
 func (s *Server) limitAddress(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.cfg.RateLimiter != nil {
-			addr := s.clientAddr(r)
-			if err := s.admit(r.Context(), ScopeAddress, "addr:"+addr, "client address "+addr); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
+		if s.cfg.RateLimiter != nil && !s.admitAddress(w, r) {
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// admitAddress admits r under its client address's rate limit, or answers
+// it with the refusal and returns false.
+func (s *Server) admitAddress(w http.ResponseWriter, r *http.Request) bool {
+	addr := s.clientAddr(r)
+	if err := s.admit(r.Context(), ScopeAddress, "addr:"+addr, "client address "+addr); err != nil {
+		s.writeError(w, r, err)
+		return false
+	}
+	return true
 }
 
 // limitResource admits a request that acts for resource under the
@@ -195,10 +210,7 @@ func (s *Server) browserSafety(next http.Handler) http.Handler {
 		MaxAge:           600,
 	}).Handler(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		preflight := r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != ""
-		if preflight && !slices.Contains(allowed, origin) {
-			s.writeError(w, r, apperr.New(apperr.Forbidden, "origin %q may not call this API: it is not among the allowed origins (-cors-origins)", clip(origin)))
+		if r.Method == http.MethodOptions && s.refusePreflight(w, r) {
 			return
 		}
 		if len(allowed) == 0 {
@@ -207,6 +219,17 @@ func (s *Server) browserSafety(next http.Handler) http.Handler {
 		}
 		c.ServeHTTP(w, r)
 	})
+}
+
+// refusePreflight answers r, an OPTIONS request, with 403 when it is a
+// CORS preflight from an origin that is not allowed, and says whether it did.
+func (s *Server) refusePreflight(w http.ResponseWriter, r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || r.Header.Get("Access-Control-Request-Method") == "" || slices.Contains(s.cfg.CORSOrigins, origin) {
+		return false
+	}
+	s.writeError(w, r, apperr.New(apperr.Forbidden, "origin %q may not call this API: it is not among the allowed origins (-cors-origins)", clip(origin)))
+	return true
 }
 
 // clientAddr is the address of the client that sent r: the peer's, or,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/aside"
 	"github.com/companionhq/companion/internal/runlog"
 )
 
@@ -48,13 +49,24 @@ const readyTimeout = 2 * time.Second
 
 // decodeRunRequest checks the agent id of a generate or stream request,
 // reads its body and validates it, and settles the resource it acts for.
-func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent.Input, error) {
+func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (*agent.Input, error) {
 	return s.runRequest(w, r, func(body []byte) (agent.Input, error) { return decodeRun(body, s.cfg.Limits) })
 }
 
 // runRequest is decodeRunRequest with decode reading the body: the seed's
-// request, or another client's.
-func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (agent.Input, error) {
+// request, or another client's. It reads and decodes aside: decoding goes
+// deep, and a stream's connection goroutine, which then follows the run for
+// as long as it lasts, keeps the stack its deepest call needed.
+func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (*agent.Input, error) {
+	var (
+		in  agent.Input
+		err error
+	)
+	aside.Do(func() { in, err = s.readRunRequest(w, r, decode) })
+	return &in, err
+}
+
+func (s *Server) readRunRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (agent.Input, error) {
 	if err := agentID(chi.URLParam(r, "agentId")); err != nil {
 		return agent.Input{}, err
 	}
@@ -81,7 +93,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 		}
 		ctx, cancel := s.runContext(r)
 		defer cancel()
-		res, err := s.cfg.Runner.Run(ctx, in, nil)
+		res, err := s.cfg.Runner.Run(ctx, *in, nil)
 		s.countQuota(err)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -111,7 +123,7 @@ func (s *Server) handleStream() http.HandlerFunc {
 
 // stream starts in as a streamed run and follows it in format (the
 // request's own when ""); the request arrived at arrived.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Time, in agent.Input, format string) {
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Time, in *agent.Input, format string) {
 	var err error
 	if format == "" {
 		if format, err = s.streamFormat(r); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/aside"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/pricing"
 	"github.com/companionhq/companion/internal/runlog"
@@ -145,7 +146,7 @@ func newRuns(log runlog.Log, grace time.Duration) *runs {
 // exists. The run's context keeps the request's values (its span, its
 // request id) but not its cancellation: it ends when the run is cancelled,
 // abandoned, too long, or the server stops.
-func (s *Server) startRun(r *http.Request, in agent.Input) (string, error) {
+func (s *Server) startRun(r *http.Request, in *agent.Input) (string, error) {
 	in.RunID = uuid.NewString()
 	w, err := s.runs.log.Start(r.Context(), runlog.Meta{RunID: in.RunID, ThreadID: in.ThreadID, ResourceID: in.ResourceID, Started: time.Now()})
 	if err != nil {
@@ -175,7 +176,7 @@ func (s *Server) startRun(r *http.Request, in agent.Input) (string, error) {
 		// a goroutine less.
 		defer context.AfterFunc(w.Cancelled(), func() { cancel(errCancelled) })()
 		defer context.AfterFunc(rs.stopCtx, func() { cancel(errShutdown) })()
-		s.execute(ctx, in, w)
+		s.execute(ctx, *in, w)
 	}()
 	return in.RunID, nil
 }
@@ -269,7 +270,6 @@ func (s *Server) WaitRuns(ctx context.Context) error {
 // something, so that a run failing before that gets a status and a JSON
 // body instead, and times its first event and text from its arrival.
 func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string, after int64, d dialect, arrived time.Time) {
-	fresh := !arrived.IsZero()
 	ew, err := newFrameWriter(w, r, d, runID)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -277,27 +277,14 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 	}
 	s.obs.StreamOpened()
 	defer s.obs.StreamClosed()
-	if fresh {
+	f := &follower{s: s, w: w, r: r, runID: runID, after: after, ew: ew, committed: arrived.IsZero()}
+	if !arrived.IsZero() {
 		// A resumed stream's replayed records would time nothing.
 		ew.onFirst = func() { s.obs.StreamFirstEvent(time.Since(arrived)) }
 		ew.onFirstText = func() { s.obs.StreamFirstText(time.Since(arrived)) }
 	}
-	ended := false
-	defer func() { s.runs.left(runID, !ended) }()
+	defer func() { s.runs.left(runID, !f.ended) }()
 
-	var held []heldRecord
-	committed := !fresh
-	// flushHeld writes the opening records held back (write commits the
-	// stream's headers), and flushes them unless more records follow.
-	flushHeld := func(more bool) error {
-		for i, h := range held {
-			if err := ew.write(h.seq, &h.rec, more || i < len(held)-1); err != nil {
-				return err
-			}
-		}
-		held = nil
-		return nil
-	}
 	// A dialect that keeps state across records (an open text block) reads
 	// from the start even when resuming: the records up to after go to it
 	// unwritten, so that it goes on as if the stream had never broken.
@@ -307,54 +294,126 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 	}
 	for entry, err := range s.runs.log.Follow(r.Context(), runID, from) {
 		if err != nil {
-			if r.Context().Err() == nil {
-				s.log.LogAttrs(r.Context(), slog.LevelWarn, "following a run failed", slog.String("run_id", runID), errAttr(err))
-				if !committed {
-					s.writeError(w, r, apperr.Wrap(apperr.Unavailable, err, "the run's events could not be read: the details are in the server log"))
-					ended = true
-				}
-			}
+			f.failed(err)
 			return
 		}
-		var rec record
-		if err := json.Unmarshal(entry.Data, &rec); err != nil {
-			s.log.LogAttrs(r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", runID), errAttr(err))
-			return
-		}
-		if rec.Finished != nil {
-			ended = true
-		}
-		if entry.Seq <= after {
-			ew.skip(&rec)
+		f.burst = append(f.burst, entry)
+		if entry.More {
 			continue
 		}
-		if !committed {
-			switch {
-			case rec.opening():
-				held = append(held, heldRecord{entry.Seq, rec})
-				continue
-			case rec.Failed != nil:
-				// Nothing but opening records went out: a real status.
-				s.writeError(w, r, rec.Failed.err())
-				ended = true
-				return
-			}
-			committed = true
-			if flushHeld(true) != nil {
-				return
-			}
-		}
-		if err := ew.write(entry.Seq, &rec, entry.More); err != nil {
-			return
-		}
-		if rec.Finished != nil {
-			_ = ew.end()
+		if !f.drain() {
 			return
 		}
 	}
-	if !committed {
-		_ = flushHeld(false)
+	if len(f.burst) > 0 && !f.drain() {
+		return
 	}
+	if !f.committed {
+		_ = f.flushHeld(false)
+	}
+}
+
+// follower is followRun's state.
+type follower struct {
+	s     *Server
+	w     http.ResponseWriter
+	r     *http.Request
+	runID string
+	after int64
+	ew    *frameWriter
+	// held are the opening records held back until the stream commits.
+	held []heldRecord
+	// committed is set once a record went out (at once for a resumed
+	// stream); ended once the run's end was read.
+	committed, ended bool
+	// burst are the entries read and not yet written: those ready together.
+	burst []runlog.Entry
+}
+
+// drain writes the entries of the burst read, and reports whether to go on.
+//
+// It does so aside: decoding a record and encoding its frames go as deep
+// as the JSON they hold, and the connection's goroutine, which waits for the
+// run for as long as it lasts, would keep the 16 KiB or more of stack that
+// took for all that time, where it otherwise fits in its first 8 KiB. One
+// goroutine a burst, not a record: records ready together go together.
+func (f *follower) drain() (more bool) {
+	aside.Do(func() {
+		more = true
+		for _, e := range f.burst {
+			if more = f.next(e); !more {
+				break
+			}
+		}
+	})
+	clear(f.burst)
+	f.burst = f.burst[:0]
+	return more
+}
+
+// next handles one entry of the run's log and reports whether to go on.
+func (f *follower) next(entry runlog.Entry) bool {
+	var rec record
+	if err := json.Unmarshal(entry.Data, &rec); err != nil {
+		f.s.log.LogAttrs(f.r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", f.runID), errAttr(err))
+		return false
+	}
+	if rec.Finished != nil {
+		f.ended = true
+	}
+	if entry.Seq <= f.after {
+		f.ew.skip(&rec)
+		return true
+	}
+	if !f.committed {
+		switch {
+		case rec.opening():
+			f.held = append(f.held, heldRecord{entry.Seq, rec})
+			return true
+		case rec.Failed != nil:
+			// Nothing but opening records went out: a real status.
+			f.s.writeError(f.w, f.r, rec.Failed.err())
+			f.ended = true
+			return false
+		}
+		f.committed = true
+		if f.flushHeld(true) != nil {
+			return false
+		}
+	}
+	if err := f.ew.write(entry.Seq, &rec, entry.More); err != nil {
+		return false
+	}
+	if rec.Finished != nil {
+		_ = f.ew.end()
+		return false
+	}
+	return true
+}
+
+// failed reports that reading the run's log failed, unless the client left.
+func (f *follower) failed(err error) {
+	ctx := f.r.Context()
+	if ctx.Err() != nil {
+		return
+	}
+	f.s.log.LogAttrs(ctx, slog.LevelWarn, "following a run failed", slog.String("run_id", f.runID), errAttr(err))
+	if !f.committed {
+		f.s.writeError(f.w, f.r, apperr.Wrap(apperr.Unavailable, err, "the run's events could not be read: the details are in the server log"))
+		f.ended = true
+	}
+}
+
+// flushHeld writes the opening records held back (write commits the
+// stream's headers), and flushes them unless more records follow.
+func (f *follower) flushHeld(more bool) error {
+	for i, h := range f.held {
+		if err := f.ew.write(h.seq, &h.rec, more || i < len(f.held)-1); err != nil {
+			return err
+		}
+	}
+	f.held = nil
+	return nil
 }
 
 type heldRecord struct {

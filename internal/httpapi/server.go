@@ -245,6 +245,15 @@ func NewServer(cfg Config) *Server {
 // id in X-Request-Id: the client's own when it sent a well-formed one,
 // else a new one; every log line of the request names it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r, ok := s.admitHead(w, r); ok {
+		s.handler.ServeHTTP(w, r)
+	}
+}
+
+// admitHead gives r its request id (the client's, when valid) and checks
+// the size of its head; it answers r and returns false when that is too
+// large.
+func (s *Server) admitHead(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	id := ""
 	if vs := r.Header.Values(requestid.Header); len(vs) == 1 && requestid.Valid(vs[0]) {
 		id = vs[0]
@@ -255,9 +264,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(requestid.With(r.Context(), id))
 	if n := headerBytes(r); n > s.cfg.Limits.MaxHeaderBytes {
 		s.writeError(w, r, apperr.New(apperr.HeadersTooLarge, "request headers are %d bytes, more than the limit of %d (-max-header-bytes)", n, s.cfg.Limits.MaxHeaderBytes))
-		return
+		return r, false
 	}
-	s.handler.ServeHTTP(w, r)
+	return r, true
 }
 
 // headerBytes is the size of r's head as the client sent it, near enough:
