@@ -190,7 +190,9 @@ func (s *Server) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 		if err != nil {
 			return fmt.Errorf("encoding a run record: %w", err)
 		}
-		_, err = w.Append(context.WithoutCancel(ctx), b)
+		// The record itself goes with its bytes: this process's streams
+		// write it without decoding it again.
+		_, err = w.Append(context.WithoutCancel(ctx), b, &rec)
 		return err
 	}
 	defer func() {
@@ -297,16 +299,9 @@ func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string,
 			f.failed(err)
 			return
 		}
-		f.burst = append(f.burst, entry)
-		if entry.More {
-			continue
-		}
-		if !f.drain() {
+		if !f.next(entry) {
 			return
 		}
-	}
-	if len(f.burst) > 0 && !f.drain() {
-		return
 	}
 	if !f.committed {
 		_ = f.flushHeld(false)
@@ -326,43 +321,26 @@ type follower struct {
 	// committed is set once a record went out (at once for a resumed
 	// stream); ended once the run's end was read.
 	committed, ended bool
-	// burst are the entries read and not yet written: those ready together.
-	burst []runlog.Entry
-}
-
-// drain writes the entries of the burst read, and reports whether to go on.
-//
-// It does so aside: decoding a record and encoding its frames go as deep
-// as the JSON they hold, and the connection's goroutine, which waits for the
-// run for as long as it lasts, would keep the 16 KiB or more of stack that
-// took for all that time, where it otherwise fits in its first 8 KiB. One
-// goroutine a burst, not a record: records ready together go together.
-func (f *follower) drain() (more bool) {
-	aside.Do(func() {
-		more = true
-		for _, e := range f.burst {
-			if more = f.next(e); !more {
-				break
-			}
-		}
-	})
-	clear(f.burst)
-	f.burst = f.burst[:0]
-	return more
 }
 
 // next handles one entry of the run's log and reports whether to go on.
+//
+// Its frames are on the connection's stack while the stream writes, under
+// the dialect's encoding and net/http's writing: what is rare (a record to
+// decode, an error) is in methods of its own, so that the whole fits in the
+// goroutine's first 8 KiB (docs/performance.md).
 func (f *follower) next(entry runlog.Entry) bool {
-	var rec record
-	if err := json.Unmarshal(entry.Data, &rec); err != nil {
-		f.s.log.LogAttrs(f.r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", f.runID), errAttr(err))
-		return false
+	rec, ok := entry.Value.(*record)
+	if !ok {
+		if rec = f.decode(entry.Data); rec == nil {
+			return false
+		}
 	}
 	if rec.Finished != nil {
 		f.ended = true
 	}
 	if entry.Seq <= f.after {
-		f.ew.skip(&rec)
+		f.ew.skip(rec)
 		return true
 	}
 	if !f.committed {
@@ -371,9 +349,7 @@ func (f *follower) next(entry runlog.Entry) bool {
 			f.held = append(f.held, heldRecord{entry.Seq, rec})
 			return true
 		case rec.Failed != nil:
-			// Nothing but opening records went out: a real status.
-			f.s.writeError(f.w, f.r, rec.Failed.err())
-			f.ended = true
+			f.failedBeforeOutput(rec.Failed)
 			return false
 		}
 		f.committed = true
@@ -381,7 +357,7 @@ func (f *follower) next(entry runlog.Entry) bool {
 			return false
 		}
 	}
-	if err := f.ew.write(entry.Seq, &rec, entry.More); err != nil {
+	if err := f.ew.write(entry.Seq, rec, entry.More); err != nil {
 		return false
 	}
 	if rec.Finished != nil {
@@ -389,6 +365,30 @@ func (f *follower) next(entry runlog.Entry) bool {
 		return false
 	}
 	return true
+}
+
+// decode decodes a record read from Redis (a run of another instance), or
+// logs why it cannot and returns nil. Decoding goes as deep as the record's
+// JSON, so it goes aside: the connection's goroutine waits for the run for
+// as long as it lasts, and would keep the stack the deepest call needed.
+func (f *follower) decode(data []byte) *record {
+	var (
+		rec *record
+		err error
+	)
+	aside.Do(func() { rec, err = decodeRecord(data) })
+	if err != nil {
+		f.s.log.LogAttrs(f.r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", f.runID), errAttr(err))
+		return nil
+	}
+	return rec
+}
+
+// failedBeforeOutput answers a run that failed when nothing but its opening
+// records had gone out: with a real status.
+func (f *follower) failedBeforeOutput(failed *runFailed) {
+	f.s.writeError(f.w, f.r, failed.err())
+	f.ended = true
 }
 
 // failed reports that reading the run's log failed, unless the client left.
@@ -408,7 +408,7 @@ func (f *follower) failed(err error) {
 // stream's headers), and flushes them unless more records follow.
 func (f *follower) flushHeld(more bool) error {
 	for i, h := range f.held {
-		if err := f.ew.write(h.seq, &h.rec, more || i < len(f.held)-1); err != nil {
+		if err := f.ew.write(h.seq, h.rec, more || i < len(f.held)-1); err != nil {
 			return err
 		}
 	}
@@ -416,9 +416,18 @@ func (f *follower) flushHeld(more bool) error {
 	return nil
 }
 
+// decodeRecord decodes a record of a run's log.
+func decodeRecord(data []byte) (*record, error) {
+	rec := new(record)
+	if err := json.Unmarshal(data, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
 type heldRecord struct {
 	seq int64
-	rec record
+	rec *record
 }
 
 // event is the domain event rec holds, or nil for a run's end.

@@ -11,6 +11,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/aside"
 )
 
 // dialect turns a run's records into the frames one kind of client reads.
@@ -104,10 +105,15 @@ func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect, runID str
 	return f, nil
 }
 
-// commit sets the stream's headers; they go out with the first frame.
-func (f *frameWriter) commit() {
+// commit sets the stream's headers and sends them.
+//
+// It sends them aside: net/http's writing of a response's head is the
+// deepest call a stream makes (its frame alone is over 1 KiB), and would
+// double the stack of the connection's goroutine, which keeps that for as
+// long as the stream lasts (docs/performance.md).
+func (f *frameWriter) commit() error {
 	if f.committed {
-		return
+		return nil
 	}
 	h := f.w.Header()
 	h.Set("Cache-Control", "no-cache")
@@ -119,6 +125,9 @@ func (f *frameWriter) commit() {
 	}
 	f.d.headers(h)
 	f.committed = true
+	var err error
+	aside.Do(func() { err = f.session.Flush() }) // the first Flush sends the head alone
+	return err
 }
 
 // skip feeds rec to the dialect without writing it: a resumed stream's
@@ -129,7 +138,9 @@ func (f *frameWriter) skip(rec *record) { f.frames = f.d.frames(rec, f.frames[:0
 // flushes them unless more records are ready to follow at once: a burst of
 // records goes out in one write.
 func (f *frameWriter) write(seq int64, rec *record, more bool) error {
-	f.commit()
+	if err := f.commit(); err != nil {
+		return err
+	}
 	f.frames = f.d.frames(rec, f.frames[:0])
 	for i, fr := range f.frames {
 		f.buf.Reset()

@@ -84,12 +84,18 @@ type run struct {
 	readers   atomic.Int64 // Follow calls on this instance
 
 	mu      sync.Mutex
-	entries [][]byte // entries[i] has Seq i+1; elements are never modified
-	size    int      // bytes in entries
+	entries []stored // entries[i] has Seq i+1; elements are never modified
+	size    int      // bytes of data in entries
 	ended   bool
 	endedAt time.Time
 	wake    chan struct{}        // closed and replaced by each Append and by End
 	remote  map[string]time.Time // followers on other instances: last announcement
+}
+
+// stored is an entry of a run, as Append was given it.
+type stored struct {
+	data  []byte
+	value any
 }
 
 // NewMemory returns an empty log.
@@ -204,19 +210,19 @@ func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) 
 	next := max(after, 0) // the Seq of the last entry yielded
 	for {
 		r.mu.Lock()
-		var batch [][]byte
+		var batch []stored
 		if next < int64(len(r.entries)) {
 			batch = r.entries[next:]
 		}
 		ended, wake := r.ended, r.wake
 		r.mu.Unlock()
-		for i, data := range batch {
+		for i, e := range batch {
 			if err := ctx.Err(); err != nil {
 				yield(Entry{}, err)
 				return
 			}
 			next++
-			if !yield(Entry{Seq: next, Data: data, More: i < len(batch)-1}, nil) {
+			if !yield(Entry{Seq: next, Data: e.data, Value: e.value, More: i < len(batch)-1}, nil) {
 				return
 			}
 		}
@@ -279,8 +285,9 @@ type memWriter struct {
 
 var _ Writer = (*memWriter)(nil)
 
-// Append adds a copy of data to the log and wakes the followers.
-func (w *memWriter) Append(_ context.Context, data []byte) (int64, error) {
+// Append adds a copy of data, and value, to the log and wakes the
+// followers.
+func (w *memWriter) Append(_ context.Context, data []byte, value any) (int64, error) {
 	r := w.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -290,7 +297,7 @@ func (w *memWriter) Append(_ context.Context, data []byte) (int64, error) {
 	if len(r.entries) >= w.m.maxEntries || r.size+len(data) > w.m.maxBytes {
 		return 0, ErrTooLong
 	}
-	r.entries = append(r.entries, append([]byte(nil), data...))
+	r.entries = append(r.entries, stored{append([]byte(nil), data...), value})
 	r.size += len(data)
 	close(r.wake)
 	r.wake = make(chan struct{})

@@ -66,7 +66,7 @@ func TestMemoryBounds(t *testing.T) {
 	ctx := ctxFor(t)
 	wr := start(t, m, "run-1")
 	appendN(t, wr, 1, 3)
-	if seq, err := wr.Append(ctx, event(4)); !errors.Is(err, runlog.ErrTooLong) {
+	if seq, err := wr.Append(ctx, event(4), nil); !errors.Is(err, runlog.ErrTooLong) {
 		t.Fatalf("a 4th Append with MaxEntries 3: %d, %v; want ErrTooLong", seq, err)
 	}
 	end(t, wr)
@@ -77,13 +77,13 @@ func TestMemoryBounds(t *testing.T) {
 	wantEntries(t, got, 0, 3)
 
 	wr = start(t, m, "run-2")
-	if _, err := wr.Append(ctx, []byte(strings.Repeat("x", 15))); err != nil {
+	if _, err := wr.Append(ctx, []byte(strings.Repeat("x", 15)), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wr.Append(ctx, []byte("1234567")); !errors.Is(err, runlog.ErrTooLong) {
+	if _, err := wr.Append(ctx, []byte("1234567"), nil); !errors.Is(err, runlog.ErrTooLong) {
 		t.Fatalf("an Append past MaxBytes: %v, want ErrTooLong", err)
 	}
-	if seq, err := wr.Append(ctx, []byte("123456")); err != nil || seq != 2 {
+	if seq, err := wr.Append(ctx, []byte("123456"), nil); err != nil || seq != 2 {
 		t.Fatalf("an Append up to MaxBytes: %d, %v", seq, err)
 	}
 	end(t, wr)
@@ -93,7 +93,7 @@ func TestMemoryAppendCopies(t *testing.T) {
 	m := runlog.NewMemory(runlog.MemoryOptions{})
 	wr := start(t, m, "run-1")
 	buf := []byte("first")
-	if _, err := wr.Append(ctxFor(t), buf); err != nil {
+	if _, err := wr.Append(ctxFor(t), buf, nil); err != nil {
 		t.Fatal(err)
 	}
 	copy(buf, "XXXXX")
@@ -125,12 +125,12 @@ func TestMemoryMaxRetained(t *testing.T) {
 	m := runlog.NewMemory(runlog.MemoryOptions{Retention: time.Hour, MaxRetained: 100})
 	ctx := ctxFor(t)
 	live := start(t, m, "live")
-	if _, err := live.Append(ctx, make([]byte, 500)); err != nil {
+	if _, err := live.Append(ctx, make([]byte, 500), nil); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 5 {
 		w := start(t, m, fmt.Sprint("run-", i))
-		if _, err := w.Append(ctx, make([]byte, 40)); err != nil {
+		if _, err := w.Append(ctx, make([]byte, 40), nil); err != nil {
 			t.Fatal(err)
 		}
 		end(t, w)

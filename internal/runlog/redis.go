@@ -487,8 +487,8 @@ type redisWriter struct {
 var _ Writer = (*redisWriter)(nil)
 
 // Append adds the event to the Memory, and has it written to Redis.
-func (w *redisWriter) Append(ctx context.Context, data []byte) (int64, error) {
-	seq, err := w.memWriter.Append(ctx, data)
+func (w *redisWriter) Append(ctx context.Context, data []byte, value any) (int64, error) {
+	seq, err := w.memWriter.Append(ctx, data, value)
 	if err != nil {
 		return 0, err
 	}
@@ -528,12 +528,12 @@ func (w *redisWriter) next() (batch, bool) {
 		}
 	}
 	size := 0
-	for _, d := range entries[w.flushed:] {
-		if len(b.data) == writeEntries || (len(b.data) > 0 && size+len(d) > writeBytes) {
+	for _, e := range entries[w.flushed:] {
+		if len(b.data) == writeEntries || (len(b.data) > 0 && size+len(e.data) > writeBytes) {
 			break
 		}
-		b.data = append(b.data, d)
-		size += len(d)
+		b.data = append(b.data, e.data)
+		size += len(e.data)
 	}
 	b.end = ended && w.flushed+int64(len(b.data)) == int64(len(entries))
 	return b, true

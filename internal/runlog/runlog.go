@@ -28,6 +28,12 @@ type Meta struct {
 type Entry struct {
 	Seq  int64
 	Data []byte
+	// Value is what the writer handed to Append with Data (the value Data
+	// encodes), when the entry is read from this process's memory, so that
+	// a reader need not decode Data again; nil when the entry was read
+	// from elsewhere (Redis), or the writer gave none. Readers share it
+	// and must not modify it.
+	Value any
 	// More is set when the follower already has the next entry in hand: a
 	// reader writing to a network can hold its flush until the last, and
 	// send a burst of entries in one write.
@@ -69,10 +75,12 @@ type Log interface {
 
 // Writer appends a run's events. It is safe for concurrent use.
 type Writer interface {
-	// Append adds the next event and returns its Seq (1 for the first).
-	// It fails with ErrTooLong when the log is full, and ErrEnded after
-	// End.
-	Append(ctx context.Context, data []byte) (int64, error)
+	// Append adds the next event, data, and returns its Seq (1 for the
+	// first). value, which may be nil, is what data encodes: readers in
+	// this process get it as Entry.Value; it must not be modified after.
+	// Append fails with ErrTooLong when the log is full, and ErrEnded
+	// after End.
+	Append(ctx context.Context, data []byte, value any) (int64, error)
 	// End marks the run over: followers get the remaining entries and
 	// stop. The log is kept for the retention time. Ending twice is a
 	// no-op.

@@ -36,6 +36,7 @@ func testLog(t *testing.T, pair newPair) {
 		{"ResumeAfterADroppedFollower", testResume},
 		{"OpaqueData", testOpaqueData},
 		{"MoreMarksABurst", testMoreMarksABurst},
+		{"ValuesStayInTheProcess", testValuesStayInTheProcess},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +68,7 @@ func event(n int) []byte { return fmt.Appendf(nil, `{"n":%d}`, n) }
 func appendN(t *testing.T, w runlog.Writer, from, to int) {
 	t.Helper()
 	for n := from; n <= to; n++ {
-		seq, err := w.Append(ctxFor(t), event(n))
+		seq, err := w.Append(ctxFor(t), event(n), nil)
 		if err != nil {
 			t.Fatalf("Append #%d: %v", n, err)
 		}
@@ -144,7 +145,7 @@ func testGapFreeFromOne(t *testing.T, w, r runlog.Log) {
 		t.Fatal(err)
 	}
 	wantEntries(t, got, 0, 5)
-	if _, err := wr.Append(ctxFor(t), event(6)); !errors.Is(err, runlog.ErrEnded) {
+	if _, err := wr.Append(ctxFor(t), event(6), nil); !errors.Is(err, runlog.ErrEnded) {
 		t.Fatalf("Append after End: %v, want ErrEnded", err)
 	}
 	end(t, wr) // a second End is a no-op
@@ -409,7 +410,7 @@ func testOpaqueData(t *testing.T, w, r runlog.Log) {
 	data := [][]byte{{}, {0, 0xff, 0xfe, '\n', '\r'}, []byte("data: x\n\n"), bytes.Repeat([]byte{0x80}, 70_000)}
 	wr := start(t, w, "run-1")
 	for _, d := range data {
-		if _, err := wr.Append(ctxFor(t), d); err != nil {
+		if _, err := wr.Append(ctxFor(t), d, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -447,4 +448,42 @@ func testMoreMarksABurst(t *testing.T, w, r runlog.Log) {
 	if want := []bool{true, true, true, false}; fmt.Sprint(more) != fmt.Sprint(want) {
 		t.Fatalf("More %v, want %v", more, want)
 	}
+}
+
+// testValuesStayInTheProcess: the value handed to Append comes back, the
+// same value, to a follower of the log it was written to; a follower on
+// another instance gets the data alone.
+func testValuesStayInTheProcess(t *testing.T, w, r runlog.Log) {
+	wr := start(t, w, "run-values")
+	values := []*int{new(int), nil, new(int)}
+	for i, v := range values {
+		var value any
+		if v != nil {
+			*v = i + 1
+			value = v
+		}
+		if _, err := wr.Append(ctxFor(t), event(i+1), value); err != nil {
+			t.Fatalf("Append #%d: %v", i+1, err)
+		}
+	}
+	end(t, wr)
+	check := func(l runlog.Log, local bool) {
+		t.Helper()
+		got, err := collect(ctxFor(t), l, "run-values", 0)
+		if err != nil {
+			t.Fatalf("Follow: %v", err)
+		}
+		wantEntries(t, got, 0, len(values))
+		for i, e := range got {
+			want := any(nil)
+			if local && values[i] != nil {
+				want = values[i]
+			}
+			if e.Value != want {
+				t.Errorf("entry %d: Value %v, want %v (local reader: %v)", e.Seq, e.Value, want, local)
+			}
+		}
+	}
+	check(w, true)
+	check(r, r == w)
 }
