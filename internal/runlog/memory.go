@@ -315,6 +315,14 @@ func (w *memWriter) End(context.Context) error {
 		return nil
 	}
 	r.ended, r.endedAt = true, m.now()
+	// The values go: what a run keeps for its retention is bounded by its
+	// bytes, and those who follow it from now on decode them. A new slice,
+	// as followers may be reading the old one, values and all.
+	kept := make([]stored, len(r.entries))
+	for i, e := range r.entries {
+		kept[i] = stored{data: e.data}
+	}
+	r.entries = kept
 	close(r.wake)
 	r.wake = make(chan struct{})
 	m.ended = append(m.ended, endedRun{id: r.meta.RunID, at: r.endedAt, size: r.size})

@@ -5,7 +5,9 @@
 //
 // Memory keeps the logs of this process's runs. Redis writes them through to
 // Redis as well, so that any instance sharing it can resume a run another
-// instance runs, and cancel it. Events are opaque bytes here.
+// instance runs, and cancel it. Events are opaque bytes here; while a run goes
+// on, readers in its writer's process also get the value the bytes encode,
+// as the writer handed it over, and need not decode them.
 package runlog
 
 import (
@@ -29,10 +31,11 @@ type Entry struct {
 	Seq  int64
 	Data []byte
 	// Value is what the writer handed to Append with Data (the value Data
-	// encodes), when the entry is read from this process's memory, so that
-	// a reader need not decode Data again; nil when the entry was read
-	// from elsewhere (Redis), or the writer gave none. Readers share it
-	// and must not modify it.
+	// encodes), when the entry is read from this process's memory while
+	// the run goes on, so that a reader need not decode Data again; nil
+	// when the entry was read from elsewhere (Redis) or after the run's
+	// end, or when the writer gave none. Readers share it and must not
+	// modify it.
 	Value any
 	// More is set when the follower already has the next entry in hand: a
 	// reader writing to a network can hold its flush until the last, and
@@ -77,7 +80,8 @@ type Log interface {
 type Writer interface {
 	// Append adds the next event, data, and returns its Seq (1 for the
 	// first). value, which may be nil, is what data encodes: readers in
-	// this process get it as Entry.Value; it must not be modified after.
+	// this process get it as Entry.Value until End; it must not be
+	// modified after.
 	// Append fails with ErrTooLong when the log is full, and ErrEnded
 	// after End.
 	Append(ctx context.Context, data []byte, value any) (int64, error)

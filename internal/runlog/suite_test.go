@@ -450,9 +450,10 @@ func testMoreMarksABurst(t *testing.T, w, r runlog.Log) {
 	}
 }
 
-// testValuesStayInTheProcess: the value handed to Append comes back, the
-// same value, to a follower of the log it was written to; a follower on
-// another instance gets the data alone.
+// testValuesStayInTheProcess: while a run goes on, the value handed to
+// Append comes back, the same value, to a follower of the log it was
+// written to; a follower on another instance, or any after the run's end,
+// gets the data alone.
 func testValuesStayInTheProcess(t *testing.T, w, r runlog.Log) {
 	wr := start(t, w, "run-values")
 	values := []*int{new(int), nil, new(int)}
@@ -466,24 +467,31 @@ func testValuesStayInTheProcess(t *testing.T, w, r runlog.Log) {
 			t.Fatalf("Append #%d: %v", i+1, err)
 		}
 	}
-	end(t, wr)
-	check := func(l runlog.Log, local bool) {
+	check := func(l runlog.Log, withValues bool) {
 		t.Helper()
-		got, err := collect(ctxFor(t), l, "run-values", 0)
-		if err != nil {
-			t.Fatalf("Follow: %v", err)
+		var got []runlog.Entry
+		for e, err := range l.Follow(ctxFor(t), "run-values", 0) {
+			if err != nil {
+				t.Fatalf("Follow: %v", err)
+			}
+			if got = append(got, e); len(got) == len(values) {
+				break // the run may go on
+			}
 		}
 		wantEntries(t, got, 0, len(values))
 		for i, e := range got {
 			want := any(nil)
-			if local && values[i] != nil {
+			if withValues && values[i] != nil {
 				want = values[i]
 			}
 			if e.Value != want {
-				t.Errorf("entry %d: Value %v, want %v (local reader: %v)", e.Seq, e.Value, want, local)
+				t.Errorf("entry %d: Value %v, want %v (values expected: %v)", e.Seq, e.Value, want, withValues)
 			}
 		}
 	}
 	check(w, true)
 	check(r, r == w)
+	end(t, wr)
+	check(w, false)
+	check(r, false)
 }
