@@ -48,6 +48,10 @@ type Store struct {
 	writes     chan *write
 	closing    chan struct{}
 	writerDone chan struct{}
+	// The writer signals committed after a commit, for the checkpointer
+	// (writer.go).
+	committed        chan struct{}
+	checkpointerDone chan struct{}
 }
 
 // MaxConns bounds the connections to the file: requests beyond it wait for
@@ -81,6 +85,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// sub-journal, a temporary file by default: in memory, it costs no
 	// write calls (they were a twentieth of the CPU of a turn).
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// Checkpoints run in the background, not in the commits that take the
+	// write-ahead log past a size (runCheckpointer).
+	q.Add("_pragma", "wal_autocheckpoint(0)")
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
@@ -99,7 +106,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: preparing statements: %w", err)
 	}
 	s.writes, s.closing, s.writerDone = make(chan *write), make(chan struct{}), make(chan struct{})
+	s.committed, s.checkpointerDone = make(chan struct{}, 1), make(chan struct{})
 	go s.runWriter()
+	go s.runCheckpointer()
 	return s, nil
 }
 
@@ -216,6 +225,7 @@ func (s *Store) Close() error {
 			close(s.closing)
 		}
 		<-s.writerDone
+		<-s.checkpointerDone
 	}
 	return s.db.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // SQLite writes one transaction at a time, and a commit costs far more
@@ -97,7 +98,14 @@ func (s *Store) commitGroup(group []*write) {
 		if ok == 0 {
 			return nil // nothing to commit; the deferred rollback ends it
 		}
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		select {
+		case s.committed <- struct{}{}:
+		default: // the checkpointer has one to see to already
+		}
+		return nil
 	}()
 	for i, w := range group {
 		if err != nil && results[i] == nil {
@@ -121,4 +129,42 @@ func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sq
 	// Once queued, the write's outcome is awaited whatever ctx does: it
 	// may be in a transaction that is committing.
 	return <-w.done
+}
+
+// checkpointEvery is the least time between two checkpoints: under load, a
+// checkpoint copies the pages of many commits at once.
+const checkpointEvery = 50 * time.Millisecond
+
+// runCheckpointer copies the write-ahead log's pages into the database file
+// after commits, at most once every checkpointEvery, so that the log stays
+// short.
+//
+// SQLite would do it in the commit that takes the log past a thousand
+// pages (wal_autocheckpoint, off on the store's connections): a commit in
+// every fifty or so on this schema then also wrote a thousand pages back
+// and waited for the disk twice, and held the writer, and every write
+// queued behind it, for that long. Here the checkpoint runs on a connection
+// of its own, beside the writer (a PASSIVE checkpoint waits for neither
+// readers nor writers), and no request waits for it.
+func (s *Store) runCheckpointer() {
+	defer close(s.checkpointerDone)
+	ctx := context.Background()
+	pause := time.NewTimer(0)
+	for {
+		select {
+		case <-s.committed:
+		case <-s.closing:
+			return
+		}
+		// A failed checkpoint leaves the pages in the log, where every
+		// read still finds them, and the next commit brings another try;
+		// what fails it (the disk) fails the commits too, and they say so.
+		_, _ = s.db.ExecContext(ctx, `PRAGMA wal_checkpoint(PASSIVE)`)
+		pause.Reset(checkpointEvery)
+		select {
+		case <-pause.C:
+		case <-s.closing:
+			return
+		}
+	}
 }

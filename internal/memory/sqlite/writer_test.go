@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestCommitGroup: the writes of one group commit together, except those
@@ -66,5 +70,57 @@ func TestCommitGroup(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckpointsInTheBackground: the pages committed reach the database
+// file while the store is open, though no commit checkpoints
+// (wal_autocheckpoint is off): the checkpointer copies them. Without it,
+// the file would keep its size until the store closed.
+func TestCheckpointsInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "companion.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	size := func() int64 {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Size()
+	}
+	var autocheckpoint int
+	if err := s.db.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&autocheckpoint); err != nil {
+		t.Fatal(err)
+	}
+	if autocheckpoint != 0 {
+		t.Fatalf("wal_autocheckpoint is %d on the store's connections, want 0: commits would checkpoint", autocheckpoint)
+	}
+	before := size()
+	// About 400 pages of 4 KiB, in commits of 40.
+	text := strings.Repeat("x", 1000)
+	for i := range 40 {
+		err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+			for j := range 40 {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO threads (id, resource_id, title, created_at, updated_at) VALUES (?, '', ?, 0, 0)`,
+					fmt.Sprint("t", i, "-", j), text); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for size() < before+1<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file is %d bytes, %d before 1.6 MB were committed: nothing was checkpointed", size(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
