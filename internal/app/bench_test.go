@@ -83,3 +83,13 @@ func BenchmarkGenerateUpstream(b *testing.B) {
 		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
 	})
 }
+
+// BenchmarkStreamUpstream is BenchmarkGenerateUpstream as a stream: the
+// records arrive as the upstream's chunks do, a few at a time.
+func BenchmarkStreamUpstream(b *testing.B) {
+	up := httptest.NewServer(fakeopenai.New(upstream.Options{}))
+	b.Cleanup(up.Close)
+	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/stream", func(c *app.Config) {
+		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
+	})
+}
