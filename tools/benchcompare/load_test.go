@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -82,5 +83,29 @@ func TestAnnounced(t *testing.T) {
 	}
 	if u, ok := announcedByFakes("openai listening on http://127.0.0.1:8092"); !ok || u != "http://127.0.0.1:8092" {
 		t.Errorf("fakes: %q %v", u, ok)
+	}
+}
+
+// TestTargetsOnce: each target is said once, whether the run measured one
+// connection count or two.
+func TestTargetsOnce(t *testing.T) {
+	st := func(n int, lat time.Duration) stats {
+		return stats{n: n, elapsed: time.Second, lat: []time.Duration{lat}}
+	}
+	for _, counts := range [][]int{{1}, {1, 16}} {
+		var rows []row
+		for _, c := range counts {
+			rows = append(rows,
+				row{system: sysUpstream, endpoint: "stream", conns: c, st: st(1000, time.Millisecond)},
+				row{system: sysProxied, endpoint: "generate", conns: c, st: st(400, 2*time.Millisecond)})
+		}
+		var out strings.Builder
+		printTargets(&out, rows)
+		for _, c := range counts {
+			line := "service/upstream throughput >= 0.5, generate, " + connections(c) + ": 0.40 MISSED"
+			if n := strings.Count(out.String(), line); n != 1 {
+				t.Errorf("conns %v: %q appears %d times, want once:\n%s", counts, line, n, out.String())
+			}
+		}
 	}
 }

@@ -102,8 +102,12 @@ func printTargets(w io.Writer, rows []row) {
 	for _, r := range rows {
 		maxConns = max(maxConns, r.conns)
 	}
+	counts := []int{1, maxConns}
+	if maxConns <= 1 {
+		counts = counts[:1] // -conns 1: one line each, not two
+	}
 	for _, ep := range []string{"generate", "stream"} {
-		for _, c := range []int{1, maxConns} {
+		for _, c := range counts {
 			s := find(rows, sysProxied, ep, c)
 			if s == nil {
 				continue
