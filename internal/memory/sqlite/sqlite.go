@@ -456,8 +456,14 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
 	}
+	// The reads are short (the tail is one range of the key, whatever the
+	// thread's length), and a cancellable context would cost a goroutine a
+	// statement, twice (database/sql's and the driver's, each waiting to
+	// interrupt it): they run to their end, and the context is checked
+	// after them.
+	rctx := context.WithoutCancel(ctx)
 	var lastSeq int64
-	cur, err := scanThreadSeq(t.s.stThreadSeq.QueryRowContext(ctx, t.id), &lastSeq)
+	cur, err := scanThreadSeq(t.s.stThreadSeq.QueryRowContext(rctx, t.id), &lastSeq)
 	exists := err == nil
 	switch {
 	case errors.Is(err, memory.ErrNotFound):
@@ -472,9 +478,12 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	var tail []memory.Message
 	known := map[string]bool{}
 	if exists {
-		if tail, known, err = t.reads(ctx, asIs, n, ids); err != nil {
+		if tail, known, err = t.reads(rctx, asIs, n, ids); err != nil {
 			return cur, nil, err
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return cur, nil, err
 	}
 	msgs, err := plan(cur, tail, known)
 	if err != nil {

@@ -83,7 +83,11 @@ func (s *Store) commitGroup(group []*write) {
 				results[i] = err
 				continue
 			}
-			if err := w.fn(w.ctx, tx); err != nil {
+			// A write's statements run to their end: they are few and
+			// short, and with a cancellable context database/sql and the
+			// driver would each start a goroutine a statement to interrupt
+			// it. A write whose context ended before it began is not run.
+			if err := w.fn(context.WithoutCancel(w.ctx), tx); err != nil {
 				results[i] = err
 				if rerr := savepoint(s.stRollbackTo); rerr != nil {
 					return fmt.Errorf("rolling back a failed write: %w", rerr)
