@@ -42,7 +42,7 @@ type chatMessage struct {
 func (s *Server) handleChat() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
-		in, err := s.runRequest(w, r, func(body []byte) (agent.Input, error) {
+		in, err := s.streamRequest(w, r, func(body []byte) (agent.Input, error) {
 			var req chatRequest
 			if err := decodeJSON(body, &req, nil); err != nil {
 				return agent.Input{}, err

@@ -47,26 +47,21 @@ func (s *Server) handleReady() http.HandlerFunc {
 // readyTimeout bounds a readiness check.
 const readyTimeout = 2 * time.Second
 
-// decodeRunRequest checks the agent id of a generate or stream request,
+// decodeRunRequest checks the agent id of a generate request,
 // reads its body and validates it, and settles the resource it acts for.
-func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (*agent.Input, error) {
-	return s.runRequest(w, r, func(body []byte) (agent.Input, error) { return decodeRun(body, s.cfg.Limits) })
+func (s *Server) decodeRunRequest(w http.ResponseWriter, r *http.Request) (agent.Input, error) {
+	return s.runRequest(w, r, s.decodeRunBody)
+}
+
+// decodeRunBody decodes and validates the body of a generate or stream
+// request.
+func (s *Server) decodeRunBody(body []byte) (agent.Input, error) {
+	return decodeRun(body, s.cfg.Limits)
 }
 
 // runRequest is decodeRunRequest with decode reading the body: the seed's
-// request, or another client's. It reads and decodes aside: decoding goes
-// deep, and a stream's connection goroutine, which then follows the run for
-// as long as it lasts, keeps the stack its deepest call needed.
-func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (*agent.Input, error) {
-	var (
-		in  agent.Input
-		err error
-	)
-	aside.Do(func() { in, err = s.readRunRequest(w, r, decode) })
-	return &in, err
-}
-
-func (s *Server) readRunRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (agent.Input, error) {
+// request, or another client's.
+func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (agent.Input, error) {
 	if err := agentID(chi.URLParam(r, "agentId")); err != nil {
 		return agent.Input{}, err
 	}
@@ -82,6 +77,20 @@ func (s *Server) readRunRequest(w http.ResponseWriter, r *http.Request, decode f
 	return in, err
 }
 
+// streamRequest is runRequest for a stream, done aside: decoding goes deep,
+// and a stream's connection goroutine, which then follows the run for as
+// long as it lasts, would keep the stack its deepest call needed. (A
+// generate request's goroutine goes as deep in the store anyway, and
+// decodes in place.)
+func (s *Server) streamRequest(w http.ResponseWriter, r *http.Request, decode func([]byte) (agent.Input, error)) (*agent.Input, error) {
+	var (
+		in  agent.Input
+		err error
+	)
+	aside.Do(func() { in, err = s.runRequest(w, r, decode) })
+	return &in, err
+}
+
 // handleGenerate serves POST /api/agents/{agentId}/generate: the whole run
 // as one JSON body.
 func (s *Server) handleGenerate() http.HandlerFunc {
@@ -93,7 +102,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 		}
 		ctx, cancel := s.runContext(r)
 		defer cancel()
-		res, err := s.cfg.Runner.Run(ctx, *in, nil)
+		res, err := s.cfg.Runner.Run(ctx, in, nil)
 		s.countQuota(err)
 		if err != nil {
 			s.writeError(w, r, err)
@@ -112,7 +121,7 @@ func (s *Server) handleGenerate() http.HandlerFunc {
 func (s *Server) handleStream() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
-		in, err := s.decodeRunRequest(w, r)
+		in, err := s.streamRequest(w, r, s.decodeRunBody)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
