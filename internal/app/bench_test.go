@@ -77,19 +77,21 @@ func BenchmarkGeneratePostgres(b *testing.B) {
 // OpenAI-compatible provider, against the fake upstream in process: what
 // the provider's HTTP client and stream parsing add.
 func BenchmarkGenerateUpstream(b *testing.B) {
-	up := httptest.NewServer(fakeopenai.New(upstream.Options{}))
-	b.Cleanup(up.Close)
-	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/generate", func(c *app.Config) {
-		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
-	})
+	benchUpstream(b, "/api/agents/companionAgent/generate")
 }
 
 // BenchmarkStreamUpstream is BenchmarkGenerateUpstream as a stream: the
 // records arrive as the upstream's chunks do, a few at a time.
 func BenchmarkStreamUpstream(b *testing.B) {
+	benchUpstream(b, "/api/agents/companionAgent/stream")
+}
+
+// benchUpstream is benchTurns on SQLite through the OpenAI-compatible
+// provider, against the fake upstream in process.
+func benchUpstream(b *testing.B, path string) {
 	up := httptest.NewServer(fakeopenai.New(upstream.Options{}))
 	b.Cleanup(up.Close)
-	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/stream", func(c *app.Config) {
+	benchTurns(b, apptest.SQLiteURL(b), path, func(c *app.Config) {
 		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
 	})
 }
