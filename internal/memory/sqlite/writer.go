@@ -145,7 +145,7 @@ const checkpointEvery = 50 * time.Millisecond
 //
 // SQLite would do it in the commit that takes the log past a thousand
 // pages (wal_autocheckpoint, off on the store's connections): a commit in
-// every fifty or so on this schema then also wrote a thousand pages back
+// about one turn in fifty on this schema then also wrote a thousand pages back
 // and waited for the disk twice, and held the writer, and every write
 // queued behind it, for that long. Here the checkpoint runs on a connection
 // of its own, beside the writer (a PASSIVE checkpoint waits for neither
