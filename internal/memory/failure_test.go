@@ -65,8 +65,9 @@ func (f *flaky) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 }
 
 // serveWith runs the memory layer over the real agent on m and the store
-// that db names (wrapped by wrap when not nil), and the HTTP API over it.
-func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) memory.Store) client {
+// that db names (wrapped by wrap when not nil), configured further by
+// configure, and the HTTP API over it.
+func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) memory.Store, configure ...func(*memory.Config)) client {
 	t.Helper()
 	store, err := app.OpenStore(context.Background(), db)
 	if err != nil {
@@ -80,7 +81,11 @@ func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) m
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: memory.DefaultWindow, LockWait: 10 * time.Second})
+	cfg := memory.Config{Store: store, Runner: ag, Window: memory.DefaultWindow, LockWait: 10 * time.Second}
+	for _, f := range configure {
+		f(&cfg)
+	}
+	mem, err := memory.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,5 +262,35 @@ func TestPanicBeforeTheModel(t *testing.T) {
 	}
 	if status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello"))); status != 200 {
 		t.Fatalf("the thread is still held after the panic: %d %s", status, b)
+	}
+}
+
+// countingLocks counts the turns taken of its store's threads.
+type countingLocks struct {
+	memory.Store
+	n *atomic.Int64
+}
+
+func (c countingLocks) Lock(ctx context.Context, id string, wait time.Duration) (memory.Turn, error) {
+	c.n.Add(1)
+	return c.Store.Lock(ctx, id, wait)
+}
+
+// TestOverQuotaTakesNoThread: a request of a resource over its quota is
+// refused before it takes the thread's turn, so that it neither holds the
+// thread nor waits for it.
+func TestOverQuotaTakesNoThread(t *testing.T) {
+	var locks atomic.Int64
+	c := serveWith(t, apptest.SQLiteURL(t), fakemodel.New(fakemodel.Options{}),
+		func(s memory.Store) memory.Store { return countingLocks{s, &locks} },
+		func(cfg *memory.Config) { cfg.TokenQuota = 1 })
+	if status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello"))); status != 200 {
+		t.Fatalf("the first turn: %d %s", status, b)
+	}
+	before := locks.Load()
+	status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello again")))
+	expectError(t, "a turn over the quota", status, b, 429, "quota")
+	if n := locks.Load() - before; n != 0 {
+		t.Fatalf("the refused turn took the thread %d times, want none", n)
 	}
 }

@@ -161,11 +161,16 @@ func (m *Memory) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Out
 	return &Outcome{Result: res, Thread: th, Stored: append(answered, reply)}, nil
 }
 
-// begin is the part of a turn before the model: it takes the thread's
-// turn, checks the quota and ownership, and stores the request's new
+// begin is the part of a turn before the model: it checks the quota, takes
+// the thread's turn, checks ownership, and stores the request's new
 // messages. It returns the turn held, the thread, and in with its history
 // and the messages to answer.
 func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent.Input, error) {
+	// The quota first: a request over it neither takes nor waits for the
+	// thread, and the thread is not held for its read.
+	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
+		return nil, Thread{}, in, err
+	}
 	// A free thread is taken at once, and Begin checks under the lock who
 	// owns it. Only a busy thread's owner is read first, so that a foreign
 	// request is refused before it would wait in the thread's queue. (A
@@ -190,9 +195,6 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 			turn.Unlock()
 		}
 	}()
-	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
-		return nil, Thread{}, in, err
-	}
 
 	now := m.cfg.Now()
 	convo := 0
@@ -212,8 +214,9 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 	var history []model.Message
 	var msgs []agent.Message
 	plan := func(th Thread, tail []Message, known map[string]bool) ([]Message, error) {
-		// Owned again under the lock: the thread may have been created or
-		// deleted and re-created meanwhile.
+		// Owned, under the lock, by the thread as read: the only check for
+		// a free thread, and for a busy one the thread may have been
+		// created, or deleted and re-created, since the look before.
 		if err := owns(th, in.ResourceID); err != nil {
 			return nil, err
 		}
