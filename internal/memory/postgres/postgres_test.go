@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,10 +307,29 @@ func TestFailedWritesRollBack(t *testing.T) {
 	}
 	free()
 
+	// A statement after the lease's drop and the answered marks fails (the
+	// reply's id is the user message's): the batch is one transaction, so
+	// the lease, the pending mark and the usage stay as they were.
 	turn, err = s.Lock(ctx, "t", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dup := reply
+	dup.ID = msg.ID
+	if _, _, err := turn.Answer(ctx, dup, usage); err == nil {
+		t.Fatal("Answer with a reply id the thread holds succeeded")
+	}
+	if msgs, _, err := s.Messages(ctx, "t", 0, 10); err != nil || len(msgs) != 1 || !msgs[0].Pending {
+		t.Fatalf("after a failed Answer: %+v, %v", msgs, err)
+	}
+	if used, cost, err := s.Used(ctx, "r", usage.Day); err != nil || used != 0 || cost != 0 {
+		t.Fatalf("a failed Answer counted %d tokens, $%v: %v", used, cost, err)
+	}
+	var leases int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM thread_leases WHERE thread_id = 't'`).Scan(&leases); err != nil || leases != 1 {
+		t.Fatalf("after a failed Answer, %d leases on the thread (%v), want its own still held", leases, err)
+	}
+
 	if answered, stored, err := turn.Answer(ctx, reply, usage); err != nil || len(answered) != 1 || stored.Seq != 2 {
 		t.Fatalf("Answer after a lost one: %v, %+v, %v", answered, stored, err)
 	}
@@ -386,6 +406,15 @@ func TestBeginCopiesManyMessages(t *testing.T) {
 	}
 	defer turn.Unlock()
 	th := memory.Thread{ID: "t", ResourceID: "r", Metadata: []byte(`{}`), CreatedAt: now, UpdatedAt: now}
+	// A copy that fails (two messages with one id) leaves nothing, not
+	// even the thread the same transaction created.
+	withDup := append(slices.Clone(msgs), msgs[0])
+	if _, _, err := turn.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return withDup, nil }); err == nil {
+		t.Fatal("Begin copied two messages with one id")
+	}
+	if _, err := s.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("the thread of a failed copy: %v", err)
+	}
 	_, stored, err := turn.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return msgs, nil })
 	if err != nil || len(stored) != 100 || stored[0].Seq != 1 || stored[99].Seq != 100 {
 		t.Fatalf("Begin stored %d messages: %v", len(stored), err)
