@@ -567,7 +567,8 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	var out []memory.Message
 	err := t.s.within(ctx, func(conn *pgxpool.Conn) error {
 		// Two round trips: BEGIN, the lease's check and the reads in one;
-		// the writes the plan makes of them and COMMIT in the other.
+		// the writes the plan makes of them and COMMIT in the other (a
+		// third when the messages are many enough to be copied in).
 		var b pgx.Batch
 		b.Queue(`BEGIN`)
 		b.Queue(holdSQL, t.id, t.owner)
