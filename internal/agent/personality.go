@@ -38,37 +38,28 @@ const shared = `You are Companion, a conversational companion. Answer the user's
 When the user asks about the weather somewhere, call weatherTool with the place and answer from its result; if the tool fails, say so plainly and do not invent weather.
 Keep replies short: a few sentences.`
 
-// voices holds the instructions of each personality: the only place they
-// are written.
+// voices holds the instructions of each personality, the shared ones
+// included: the only place they are written. A run without system messages
+// of its own (most are) uses its personality's string as it is instead of
+// building one, which an open stream would keep.
 var voices = map[Personality]string{
 	Guru: `You speak in guru mode: calm, unhurried, and wise. You answer in short, measured sentences, draw on simple images from nature,
-and end with one gentle piece of guidance the user can practise today.`,
+and end with one gentle piece of guidance the user can practise today.` + "\n\n" + shared,
 	Wanderer: `You speak in wanderer mode: a curious traveller who has seen many roads. You answer with a sense of place and movement,
-relate the question to somewhere you have been, and invite the user to explore one step further.`,
+relate the question to somewhere you have been, and invite the user to explore one step further.` + "\n\n" + shared,
 	Friend: `You speak in friend mode: warm, casual, and encouraging, like a close friend over coffee. You answer plainly,
-show you care about how the user is doing, and keep the tone light.`,
+show you care about how the user is doing, and keep the tone light.` + "\n\n" + shared,
 	Philosopher: `You speak in philosopher mode: reflective and precise. You answer by naming the question beneath the question,
-weigh one or two perspectives briefly, and close with a question that invites the user to think further.`,
+weigh one or two perspectives briefly, and close with a question that invites the user to think further.` + "\n\n" + shared,
 }
-
-// bases holds each personality's instructions without a caller's: a run
-// without system messages of its own (most are) shares its string instead
-// of building one, which an open stream would keep.
-var bases = func() map[Personality]string {
-	m := make(map[Personality]string, len(voices))
-	for p, v := range voices {
-		m[p] = v + "\n\n" + shared
-	}
-	return m
-}()
 
 // Instructions returns the full system instructions for p, followed by the
 // caller's own system messages, which add to the personality and never
 // replace it.
 func Instructions(p Personality, extra []string) string {
-	base, ok := bases[p]
+	base, ok := voices[p]
 	if !ok {
-		base = "\n\n" + shared
+		base = "\n\n" + shared // no personality (an Input's zero value): the shared part alone
 	}
 	var b strings.Builder
 	for _, e := range extra {

@@ -8,7 +8,7 @@
 // parser (tmaxmax/go-sse), as the Cohere provider does, rather than through
 // the official SDK: the provider reads a handful of fields and writes a
 // handful more, and the SDK cost a third of the binary, megabytes of
-// resident memory at rest, and a sixth of the service's CPU on a streamed
+// resident memory at rest, and a fifth of the service's CPU on a streamed
 // answer (docs/providers.md, docs/performance.md). It retries nothing
 // (model.Resilient retries, once for every provider) and reads nothing from
 // the environment: its Config is all it knows.
