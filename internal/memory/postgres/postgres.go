@@ -538,13 +538,6 @@ func (t *turn) leaseErr(err error) error {
 	return err
 }
 
-// holds checks, inside a transaction, that the turn's lease is its own,
-// and keeps it so until the transaction ends.
-func (t *turn) holds(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, holdSQL, t.id, t.owner)
-	return t.leaseErr(err)
-}
-
 func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error) {
 	meta := th.Metadata
 	if meta == nil {
@@ -622,26 +615,8 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		if err != nil {
 			return err
 		}
-		if len(msgs) >= copyThreshold {
-			if out, err = copyMessages(ctx, conn, t.id, msgs); err != nil {
-				return err
-			}
-			return committed(conn.Exec(ctx, `COMMIT`))
-		}
-		var w pgx.Batch
-		var read func(br pgx.BatchResults) ([]memory.Message, error)
-		if len(msgs) > 0 {
-			read = queueAppend(&w, t.id, msgs)
-		}
-		w.Queue(`COMMIT`)
-		return readBatch(conn.SendBatch(ctx, &w), func(br pgx.BatchResults) error {
-			if read != nil {
-				if out, err = read(br); err != nil {
-					return err
-				}
-			}
-			return committed(br.Exec())
-		})
+		out, err = appendCommit(ctx, conn, t.id, msgs)
+		return err
 	})
 	if err != nil {
 		return cur, nil, err
@@ -689,12 +664,21 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 		return nil, nil
 	}
 	var out []memory.Message
-	err := pgx.BeginFunc(ctx, t.s.pool, func(tx pgx.Tx) error {
-		if err := t.holds(ctx, tx); err != nil {
+	err := t.s.within(ctx, func(conn *pgxpool.Conn) error {
+		var b pgx.Batch
+		b.Queue(`BEGIN`)
+		b.Queue(holdSQL, t.id, t.owner)
+		if err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			_, err := br.Exec()
+			return t.leaseErr(err)
+		}); err != nil {
 			return err
 		}
 		var err error
-		out, err = appendTx(ctx, tx, t.id, msgs)
+		out, err = appendCommit(ctx, conn, t.id, msgs)
 		return err
 	})
 	return out, err
@@ -766,21 +750,34 @@ func (t *turn) Delete(ctx context.Context) error {
 // copyThreshold is the batch size from which COPY beats one INSERT per row.
 const copyThreshold = 64
 
-// appendTx numbers msgs after the thread's last message and inserts them:
-// one round trip, or two with COPY for many messages.
-func appendTx(ctx context.Context, tx pgx.Tx, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+// appendCommit numbers msgs (which may be none) after the thread's last
+// message, inserts them and commits the transaction open on conn: one round
+// trip, or two with COPY for many messages.
+func appendCommit(ctx context.Context, conn *pgxpool.Conn, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	if len(msgs) >= copyThreshold {
-		return copyMessages(ctx, tx, threadID, msgs)
+		out, err := copyMessages(ctx, conn, threadID, msgs)
+		if err != nil {
+			return nil, err
+		}
+		return out, committed(conn.Exec(ctx, `COMMIT`))
 	}
 	var b pgx.Batch
-	read := queueAppend(&b, threadID, msgs)
-	br := tx.SendBatch(ctx, &b)
-	defer br.Close()
-	out, err := read(br)
-	if err != nil {
-		return nil, err
+	var read func(br pgx.BatchResults) ([]memory.Message, error)
+	if len(msgs) > 0 {
+		read = queueAppend(&b, threadID, msgs)
 	}
-	return out, br.Close()
+	b.Queue(`COMMIT`)
+	var out []memory.Message
+	err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+		if read != nil {
+			var err error
+			if out, err = read(br); err != nil {
+				return err
+			}
+		}
+		return committed(br.Exec())
+	})
+	return out, err
 }
 
 var messageInsertCols = []string{"thread_id", "seq", "id", "role", "text", "model", "pending", "run_id", "created_at"}
@@ -818,14 +815,8 @@ func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read fun
 	}
 }
 
-// copier is a transaction, or a connection in one.
-type copier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, rows pgx.CopyFromSource) (int64, error)
-}
-
-// copyMessages is appendTx for many messages: numbered, then copied in.
-func copyMessages(ctx context.Context, tx copier, threadID string, msgs []memory.Message) ([]memory.Message, error) {
+// copyMessages numbers many messages, then copies them in (appendCommit).
+func copyMessages(ctx context.Context, tx *pgxpool.Conn, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	latest, size := extent(msgs)
 	var last int64
 	err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,

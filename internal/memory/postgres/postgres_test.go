@@ -298,6 +298,9 @@ func TestFailedWritesRollBack(t *testing.T) {
 	if _, _, err := lost.Answer(ctx, reply, usage); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
 		t.Fatalf("Answer of a turn that lost its lease: %v", err)
 	}
+	if _, err := lost.Append(ctx, []memory.Message{reply}); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
+		t.Fatalf("Append of a turn that lost its lease: %v", err)
+	}
 	lost.Unlock()
 	if msgs, _, err := s.Messages(ctx, "t", 0, 10); err != nil || len(msgs) != 1 || !msgs[0].Pending {
 		t.Fatalf("after a lost Answer: %+v, %v", msgs, err)
