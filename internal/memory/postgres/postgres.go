@@ -569,10 +569,10 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
 			t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt))
 		b.Queue(`SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id)
-		b.Queue(`SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, max(n, 0))
-		b.Queue(`SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
+		b.Queue(tailSQL, t.id, max(n, 0))
+		b.Queue(knownSQL, t.id, ids)
 		var tail []memory.Message
-		known := map[string]bool{}
+		var known map[string]bool
 		err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return err
@@ -595,18 +595,8 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 				return err
 			}
 			slices.Reverse(tail)
-			rows, err = br.Query()
-			if err != nil {
-				return fmt.Errorf("looking up message ids: %w", err)
-			}
-			found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				return fmt.Errorf("looking up message ids: %w", err)
-			}
-			for _, id := range found {
-				known[id] = true
-			}
-			return nil
+			known, err = collectKnown(br.Query())
+			return err
 		})
 		if err != nil {
 			return err
@@ -632,7 +622,7 @@ func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	msgs, err := queryMessages(ctx, t.s.pool, `SELECT `+messageCols+` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, t.id, n)
+	msgs, err := queryMessages(ctx, t.s.pool, tailSQL, t.id, n)
 	if err != nil {
 		return nil, err
 	}
@@ -645,18 +635,7 @@ func (t *turn) Known(ctx context.Context, ids []string) (map[string]bool, error)
 	if len(ids) == 0 {
 		return known, nil
 	}
-	rows, err := t.s.pool.Query(ctx, `SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`, t.id, ids)
-	if err != nil {
-		return nil, fmt.Errorf("looking up message ids: %w", err)
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("looking up message ids: %w", err)
-	}
-	for _, id := range found {
-		known[id] = true
-	}
-	return known, nil
+	return collectKnown(t.s.pool.Query(ctx, knownSQL, t.id, ids))
 }
 
 func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Message, error) {
@@ -745,6 +724,30 @@ func (t *turn) Delete(ctx context.Context) error {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)
 	}
 	return nil
+}
+
+// tailSQL reads a thread's last $2 messages, newest first; knownSQL which
+// of the ids $2 it holds. A turn's Begin batches them, and Tail and Known
+// run them alone.
+const (
+	tailSQL  = `SELECT ` + messageCols + ` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`
+	knownSQL = `SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`
+)
+
+// collectKnown reads the ids knownSQL found.
+func collectKnown(rows pgx.Rows, err error) (map[string]bool, error) {
+	if err != nil {
+		return nil, fmt.Errorf("looking up message ids: %w", err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("looking up message ids: %w", err)
+	}
+	known := make(map[string]bool, len(found))
+	for _, id := range found {
+		known[id] = true
+	}
+	return known, nil
 }
 
 // copyThreshold is the batch size from which COPY beats one INSERT per row.
