@@ -72,6 +72,7 @@ func (h *harness) startUpstream(ctx context.Context) (*proc, error) {
 func (h *harness) startService(ctx context.Context, name string, env []string, args ...string) (*proc, error) {
 	all := append([]string{"serve", "-addr", "127.0.0.1:0", "-rate-limit", "0"}, args...)
 	all = append(all, h.cfg.serviceArgs...)
+	env = append(env[:len(env):len(env)], h.cfg.serviceEnv...)
 	return startProc(ctx, name, filepath.Join(h.dir, name+".log"), announcedByService, cleanEnv(env...),
 		filepath.Join(h.dir, "companion"), all...)
 }

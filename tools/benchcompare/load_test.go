@@ -5,8 +5,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +108,30 @@ func TestTargetsOnce(t *testing.T) {
 			if n := strings.Count(out.String(), line); n != 1 {
 				t.Errorf("conns %v: %q appears %d times, want once:\n%s", counts, line, n, out.String())
 			}
+		}
+	}
+}
+
+// TestServiceEnv: -service-env takes NAME=value words and refuses others.
+func TestServiceEnv(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want []string
+		ok   bool
+	}{
+		{"", nil, true},
+		{"GOMAXPROCS=1  GOGC=200", []string{"GOMAXPROCS=1", "GOGC=200"}, true},
+		{"GODEBUG=", []string{"GODEBUG="}, true},
+		{"GOMAXPROCS", nil, false},
+		{"=1", nil, false},
+	} {
+		c, err := parseFlags([]string{"-service-env", tc.flag}, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("-service-env %q: error %v, want ok %v", tc.flag, err, tc.ok)
+			continue
+		}
+		if tc.ok && !slices.Equal(c.serviceEnv, tc.want) {
+			t.Errorf("-service-env %q: %q, want %q", tc.flag, c.serviceEnv, tc.want)
 		}
 	}
 }

@@ -61,6 +61,7 @@ type config struct {
 	conns            []int
 	postgres         string
 	serviceArgs      []string
+	serviceEnv       []string
 	keep             bool
 
 	streams          int
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	fs.StringVar(&c.postgres, "postgres", pg, `PostgreSQL server to measure on, in a fresh schema ("" to skip; skipped too when unreachable)`)
 	serviceArgs := fs.String("service-args", "", `more flags for "companion serve", space-separated (e.g. "-log-level warn")`)
+	serviceEnv := fs.String("service-env", "", `more environment for the service alone, space-separated NAME=value (e.g. "GOGC=200")`)
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, databases)")
 	fs.IntVar(&c.streams, "streams", 0, "instead of the comparison, open this many streams at once and report memory per stream")
 	fs.DurationVar(&c.streamTokenDelay, "stream-token-delay", time.Second, "with -streams: the fake model's delay before each token")
@@ -113,6 +115,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.conns = append(c.conns, n)
 	}
 	c.serviceArgs = strings.Fields(*serviceArgs)
+	c.serviceEnv = strings.Fields(*serviceEnv)
+	for _, kv := range c.serviceEnv {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return c, fmt.Errorf("-service-env: %q is not NAME=value", kv)
+		}
+	}
 	if c.duration <= 0 || c.warmup < 0 || c.streams < 0 || c.openConcurrency < 1 {
 		return c, errors.New("-duration, -warmup, -streams and -open-concurrency must be positive")
 	}
