@@ -90,6 +90,10 @@ type run struct {
 	endedAt time.Time
 	wake    chan struct{}        // closed and replaced by each Append and by End
 	remote  map[string]time.Time // followers on other instances: last announcement
+	// live counts the followers on this instance that began before End
+	// and still read: the values stay until the last of them stops.
+	live      int
+	valueless bool // the values are gone
 }
 
 // stored is an entry of a run, as Append was given it.
@@ -207,6 +211,21 @@ func (m *Memory) Follow(ctx context.Context, runID string, after int64) iter.Seq
 func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) bool) {
 	r.readers.Add(1)
 	defer r.readers.Add(-1)
+	r.mu.Lock()
+	live := !r.ended
+	if live {
+		r.live++
+	}
+	r.mu.Unlock()
+	if live {
+		defer func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.live--; r.live == 0 && r.ended {
+				r.dropValues()
+			}
+		}()
+	}
 	next := max(after, 0) // the Seq of the last entry yielded
 	for {
 		r.mu.Lock()
@@ -315,20 +334,34 @@ func (w *memWriter) End(context.Context) error {
 		return nil
 	}
 	r.ended, r.endedAt = true, m.now()
-	// The values go: what a run keeps for its retention is bounded by its
-	// bytes, and those who follow it from now on decode them. A new slice,
-	// as followers may be reading the old one, values and all.
-	kept := make([]stored, len(r.entries))
-	for i, e := range r.entries {
-		kept[i] = stored{data: e.data}
+	if r.live == 0 {
+		r.dropValues()
 	}
-	r.entries = kept
 	close(r.wake)
 	r.wake = make(chan struct{})
 	m.ended = append(m.ended, endedRun{id: r.meta.RunID, at: r.endedAt, size: r.size})
 	m.retained += r.size
 	m.sweep()
 	return nil
+}
+
+// dropValues lets the values go, once the run ended and no follower that
+// began before its end still reads: what a run keeps for its retention is
+// bounded by its bytes, and those who follow it from then on decode them.
+// (A follower that falls behind a run, as a stream does when the model is
+// faster than its client, reads the run's last entries after the end:
+// keeping the values for it spares decoding them.) A new slice, as
+// followers may be reading the old one, values and all. r.mu is held.
+func (r *run) dropValues() {
+	if r.valueless {
+		return
+	}
+	r.valueless = true
+	kept := make([]stored, len(r.entries))
+	for i, e := range r.entries {
+		kept[i] = stored{data: e.data}
+	}
+	r.entries = kept
 }
 
 // Cancelled is done once Cancel was called.

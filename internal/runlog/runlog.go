@@ -32,10 +32,11 @@ type Entry struct {
 	Data []byte
 	// Value is what the writer handed to Append with Data (the value Data
 	// encodes), when the entry is read from this process's memory while
-	// the run goes on, so that a reader need not decode Data again; nil
-	// when the entry was read from elsewhere (Redis) or after the run's
-	// end, or when the writer gave none. Readers share it and must not
-	// modify it.
+	// the run goes on, or by a follower that began before the run's end,
+	// so that a reader need not decode Data again; nil when the entry was
+	// read from elsewhere (Redis), or once the run ended and its followers
+	// of that time stopped, or when the writer gave none. Readers share
+	// it and must not modify it.
 	Value any
 	// More is set when the follower already has the next entry in hand: a
 	// reader writing to a network can hold its flush until the last, and
@@ -80,8 +81,8 @@ type Log interface {
 type Writer interface {
 	// Append adds the next event, data, and returns its Seq (1 for the
 	// first). value, which may be nil, is what data encodes: readers in
-	// this process get it as Entry.Value until End; it must not be
-	// modified after.
+	// this process get it as Entry.Value until End (and those following
+	// at End until they stop); it must not be modified after.
 	// Append fails with ErrTooLong when the log is full, and ErrEnded
 	// after End.
 	Append(ctx context.Context, data []byte, value any) (int64, error)

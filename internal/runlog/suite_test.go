@@ -37,6 +37,7 @@ func testLog(t *testing.T, pair newPair) {
 		{"OpaqueData", testOpaqueData},
 		{"MoreMarksABurst", testMoreMarksABurst},
 		{"ValuesStayInTheProcess", testValuesStayInTheProcess},
+		{"ValuesLastForFollowersOfTheEnd", testValuesLastForFollowersOfTheEnd},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -494,4 +495,63 @@ func testValuesStayInTheProcess(t *testing.T, w, r runlog.Log) {
 	end(t, wr)
 	check(w, false)
 	check(r, false)
+}
+
+// testValuesLastForFollowersOfTheEnd: a follower that began before the
+// run's end still gets the values of the entries it reads after it (a
+// stream behind a fast model); once it stops, the values are gone.
+func testValuesLastForFollowersOfTheEnd(t *testing.T, w, r runlog.Log) {
+	wr := start(t, w, "run-behind")
+	one, two := new(int), new(int)
+	if _, err := wr.Append(ctxFor(t), event(1), one); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		got []runlog.Entry
+		err error
+	}
+	read, resume, done := make(chan struct{}), make(chan struct{}), make(chan result)
+	go func() {
+		var res result
+		for e, err := range w.Follow(ctxFor(t), "run-behind", 0) {
+			if err != nil {
+				res.err = err
+				break
+			}
+			if res.got = append(res.got, e); len(res.got) == 1 {
+				read <- struct{}{}
+				<-resume
+			}
+		}
+		done <- res
+	}()
+	<-read
+	if _, err := wr.Append(ctxFor(t), event(2), two); err != nil {
+		t.Fatal(err)
+	}
+	end(t, wr)
+	close(resume)
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Follow: %v", res.err)
+	}
+	wantEntries(t, res.got, 0, 2)
+	for i, want := range []*int{one, two} {
+		if res.got[i].Value != any(want) {
+			t.Errorf("entry %d read by a follower of the end: Value %v, want %v", i+1, res.got[i].Value, want)
+		}
+	}
+	// Its follower gone, the ended run keeps its bytes alone.
+	for _, l := range []runlog.Log{w, r} {
+		got, err := collect(ctxFor(t), l, "run-behind", 0)
+		if err != nil {
+			t.Fatalf("Follow after the end: %v", err)
+		}
+		wantEntries(t, got, 0, 2)
+		for _, e := range got {
+			if e.Value != nil {
+				t.Errorf("entry %d after the end and its followers: Value %v, want none", e.Seq, e.Value)
+			}
+		}
+	}
 }
