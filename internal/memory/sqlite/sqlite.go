@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -44,12 +45,17 @@ type Store struct {
 	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
-	// The writer commits writes in groups (writer.go).
-	writes     chan *write
-	closing    chan struct{}
-	writerDone chan struct{}
-	// The writer signals committed after a commit, for the checkpointer
-	// (writer.go).
+	// The writes commit in groups, led by one of their writers
+	// (writer.go): queue, leading and closed are under wmu; inflight
+	// counts the writes queued and not yet returned, for Close.
+	wmu      sync.Mutex
+	queue    []*write
+	leading  bool
+	closed   bool
+	inflight sync.WaitGroup
+	// A commit signals committed, for the checkpointer (writer.go), which
+	// stops at closing.
+	closing          chan struct{}
 	committed        chan struct{}
 	checkpointerDone chan struct{}
 }
@@ -105,9 +111,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: preparing statements: %w", err)
 	}
-	s.writes, s.closing, s.writerDone = make(chan *write), make(chan struct{}), make(chan struct{})
-	s.committed, s.checkpointerDone = make(chan struct{}, 1), make(chan struct{})
-	go s.runWriter()
+	s.closing, s.committed, s.checkpointerDone = make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
 	go s.runCheckpointer()
 	return s, nil
 }
@@ -215,16 +219,18 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // DB is the database, for tests and tools that check the file.
 func (s *Store) DB() *sql.DB { return s.db }
 
-// Close implements memory.Store: it waits for the writer, then closes the
-// file.
+// Close implements memory.Store: it refuses new writes, waits for those
+// queued to commit and for the checkpointer, then closes the file.
 func (s *Store) Close() error {
 	if s.closing != nil {
-		select {
-		case <-s.closing:
-		default:
+		s.wmu.Lock()
+		first := !s.closed
+		s.closed = true
+		s.wmu.Unlock()
+		s.inflight.Wait()
+		if first {
 			close(s.closing)
 		}
-		<-s.writerDone
 		<-s.checkpointerDone
 	}
 	return s.db.Close()
@@ -406,7 +412,7 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
 	}
-	// Through the writer, as every write.
+	// Through the group commits, as every write.
 	if err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := t.insertThread(ctx, tx, th, meta)
 		return err
@@ -444,9 +450,9 @@ func knownIDs(ctx context.Context, st *sql.Stmt, threadID string, ids []string) 
 // errChanged is a thread that changed between a turn's reads and its write.
 var errChanged = errors.New("the thread changed while the turn read it")
 
-// Begin reads first, outside the writer, and gives the writer only the
-// writes: the writer is one goroutine for the whole store, so what it does
-// for a turn bounds how many turns a second the store takes. The turn holds
+// Begin reads first, outside the commits, and queues only the writes: one
+// group commits at a time for the whole store, so what a commit does for a
+// turn bounds how many turns a second the store takes. The turn holds
 // the thread, so nothing else in this process writes to it between the
 // reads and the write; the write checks that (the thread's last message
 // and owner are those read) and, when another process changed the file
@@ -566,7 +572,7 @@ func (t *turn) insertThread(ctx context.Context, tx *sql.Tx, th memory.Thread, m
 	return res, nil
 }
 
-// beginInOne is Begin in one transaction of the writer: reads and writes.
+// beginInOne is Begin in one write's transaction: reads and writes.
 func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMessage, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
 	cur := th
 	var out []memory.Message

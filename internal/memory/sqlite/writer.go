@@ -9,12 +9,21 @@ import (
 )
 
 // SQLite writes one transaction at a time, and a commit costs far more
-// than the statements in it. So the store's writes go through one writer
-// that commits them in groups: each write runs in a savepoint of the
-// group's transaction (a write that fails is rolled back alone), and the
-// group commits once; every writer of the group learns the outcome. A
-// write is acknowledged only once its group has committed: the durability
-// of a transaction per write, at the cost of one commit per group.
+// than the statements in it. So the store's writes commit in groups: each
+// write runs in a savepoint of the group's transaction (a write that fails
+// is rolled back alone), and the group commits once; every writer of the
+// group learns the outcome. A write is acknowledged only once its group
+// has committed: the durability of a transaction per write, at the cost
+// of one commit per group.
+//
+// The writes queue, and one of their writers at a time leads: it takes
+// the writes queued, its own first among them, commits them, and hands the
+// lead to the writer of the next write queued, if any. A write that finds
+// no leader leads at once, on its own goroutine: alone, it waits for no
+// other goroutine to run it and wake it again, and on two cores each such
+// hand-over woke a thread that the scheduler then put back to sleep
+// (docs/performance.md). Under load, the writes queued behind a commit go
+// in the next, as with a writer goroutine of its own.
 
 // maxGroup bounds the writes of one commit.
 const maxGroup = 64
@@ -23,34 +32,87 @@ const maxGroup = 64
 type write struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, tx *sql.Tx) error
-	done chan error
+	done chan error // its outcome, or errLead
 }
 
 // errClosed is the error of a write to a closed store.
 var errClosed = errors.New("sqlite: the store is closed")
 
-// run is the writer: it takes the writes queued, groups them, and commits.
-func (s *Store) runWriter() {
-	defer close(s.writerDone)
-	for {
-		var first *write
-		select {
-		case first = <-s.writes:
-		case <-s.closing:
-			return
+// errLead, on a write's done channel, hands the lead to its writer.
+var errLead = errors.New("sqlite: lead")
+
+// writeTx runs fn in a transaction, with other writes in the same commit,
+// and returns once it is committed (or failed).
+func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w := &write{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	s.wmu.Lock()
+	if s.closed {
+		s.wmu.Unlock()
+		return errClosed
+	}
+	s.queue = append(s.queue, w)
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	lead := !s.leading
+	s.leading = true
+	s.wmu.Unlock()
+	// Once queued, the write's outcome is awaited whatever ctx does: it
+	// may be in a transaction that is committing.
+	if !lead {
+		if err := <-w.done; err != errLead {
+			return err
 		}
-		group := []*write{first}
-	more:
-		for len(group) < maxGroup {
-			select {
-			case w := <-s.writes:
-				group = append(group, w)
-			default:
-				break more
+	}
+	s.lead()
+	return <-w.done
+}
+
+// errPanicked is the outcome of the writes of a group in which a write
+// panicked: the group was rolled back, and the panic goes on in the
+// leader's goroutine.
+var errPanicked = errors.New("sqlite: a write of the same commit panicked; nothing was written")
+
+// lead commits the writes queued, up to maxGroup, the leader's own first,
+// then hands the lead on to the next write queued, or leaves none. When a
+// write panics, the group learns it and the lead is handed on all the
+// same: the writes of other requests go on.
+func (s *Store) lead() {
+	s.wmu.Lock()
+	n := min(len(s.queue), maxGroup)
+	group := make([]*write, n)
+	copy(group, s.queue)
+	// The queue's array is reused while it drains; a new one once empty.
+	s.queue = s.queue[n:]
+	if len(s.queue) == 0 {
+		s.queue = nil
+	}
+	s.wmu.Unlock()
+	defer s.handOn()
+	committed := false
+	defer func() {
+		if !committed {
+			for _, w := range group {
+				w.done <- errPanicked
 			}
 		}
-		s.commitGroup(group)
+	}()
+	s.commitGroup(group)
+	committed = true
+}
+
+// handOn hands the lead to the writer of the next write queued, or leaves
+// none.
+func (s *Store) handOn() {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if len(s.queue) == 0 {
+		s.leading = false
+		return
 	}
+	s.queue[0].done <- errLead
 }
 
 func (s *Store) commitGroup(group []*write) {
@@ -119,22 +181,6 @@ func (s *Store) commitGroup(group []*write) {
 	}
 }
 
-// writeTx runs fn in a transaction, with other writes in the same commit,
-// and returns once it is committed (or failed).
-func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
-	w := &write{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case s.writes <- w:
-	case <-s.closing:
-		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	// Once queued, the write's outcome is awaited whatever ctx does: it
-	// may be in a transaction that is committing.
-	return <-w.done
-}
-
 // checkpointEvery is the least time between two checkpoints: under load, a
 // checkpoint copies the pages of many commits at once.
 const checkpointEvery = 50 * time.Millisecond
@@ -146,9 +192,9 @@ const checkpointEvery = 50 * time.Millisecond
 // SQLite would do it in the commit that takes the log past a thousand
 // pages (wal_autocheckpoint, off on the store's connections): a commit in
 // about one turn in fifty on this schema then also wrote a thousand pages back
-// and waited for the disk twice, and held the writer, and every write
-// queued behind it, for that long. Here the checkpoint runs on a connection
-// of its own, beside the writer (a PASSIVE checkpoint waits for neither
+// and waited for the disk twice, and held the commits, and every write
+// queued behind them, for that long. Here the checkpoint runs on a connection
+// of its own, beside the commits (a PASSIVE checkpoint waits for neither
 // readers nor writers), and no request waits for it.
 func (s *Store) runCheckpointer() {
 	defer close(s.checkpointerDone)

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -122,5 +124,205 @@ func TestCheckpointsInTheBackground(t *testing.T) {
 			t.Fatalf("the database file is %d bytes, %d before 1.6 MB were committed: nothing was checkpointed", size(), before)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// insertThread is a write that stores thread id and records the
+// transaction it ran in. With wait, it first closes started and waits for
+// wait to close.
+func insertThread(id string, started chan<- struct{}, wait <-chan struct{}, mu *sync.Mutex, txs map[string]*sql.Tx) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if wait != nil {
+			close(started)
+			<-wait
+		}
+		mu.Lock()
+		txs[id] = tx
+		mu.Unlock()
+		_, err := tx.ExecContext(ctx, `INSERT INTO threads (id, resource_id, created_at, updated_at) VALUES (?, '', 0, 0)`, id)
+		return err
+	}
+}
+
+// gate returns a write's started and release channels, and free, which
+// closes release once; it is freed at the test's end too, so that a failed
+// test leaves no write waiting for it (nor Close for the write).
+func gate(t *testing.T) (started chan struct{}, release <-chan struct{}, free func()) {
+	started, rel := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free = func() { once.Do(func() { close(rel) }) }
+	t.Cleanup(free)
+	return started, rel, free
+}
+
+// queued waits until n writes are queued behind the leader.
+func queued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.wmu.Lock()
+		got := len(s.queue)
+		s.wmu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestWritesLead: a write with no leader runs on its writer's goroutine;
+// the writes queued behind a commit go in the next, together; the lead
+// passes on, and none is left once the queue is empty.
+func TestWritesLead(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+
+	// Alone: on this goroutine, whose stack holds this test.
+	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		buf := make([]byte, 64<<10)
+		if stack := string(buf[:runtime.Stack(buf, false)]); !strings.Contains(stack, "TestWritesLead") {
+			t.Errorf("a write alone ran on another goroutine:\n%s", stack)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Behind a commit: ten writes wait, then commit in one transaction.
+	var mu sync.Mutex
+	txs := map[string]*sql.Tx{}
+	started, release, free := gate(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 11)
+	wg.Go(func() { errs <- s.writeTx(ctx, insertThread("first", started, release, &mu, txs)) })
+	<-started // the first leads, in its commit
+	for i := range 10 {
+		wg.Go(func() { errs <- s.writeTx(ctx, insertThread(fmt.Sprint("next-", i), nil, nil, &mu, txs)) })
+	}
+	queued(t, s, 10)
+	free()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		if txs[fmt.Sprint("next-", i)] != txs["next-0"] || txs["next-0"] == txs["first"] {
+			t.Fatalf("the writes queued behind a commit did not commit together, in the next: %v", txs)
+		}
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM threads`).Scan(&n); err != nil || n != 11 {
+		t.Fatalf("%d threads stored (%v), want 11", n, err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.leading || len(s.queue) != 0 {
+		t.Errorf("after the writes: leading %v, %d queued; want no leader and none", s.leading, len(s.queue))
+	}
+}
+
+// TestPanickingWrite: a write that panics panics its own caller; the other
+// writes of its group learn that nothing was written, and the writes after
+// it still commit.
+func TestPanickingWrite(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var mu sync.Mutex
+	txs := map[string]*sql.Tx{}
+	started, release, free := gate(t)
+	first, panicked, beside := make(chan error, 1), make(chan any, 1), make(chan error, 1)
+	go func() { first <- s.writeTx(ctx, insertThread("first", started, release, &mu, txs)) }()
+	<-started
+	go func() {
+		defer func() { panicked <- recover() }()
+		_ = s.writeTx(ctx, func(context.Context, *sql.Tx) error { panic("boom") })
+	}()
+	queued(t, s, 1)
+	go func() { beside <- s.writeTx(ctx, insertThread("beside", nil, nil, &mu, txs)) }()
+	queued(t, s, 2)
+	free()
+	if err := <-first; err != nil {
+		t.Fatalf("the write before: %v", err)
+	}
+	if p := <-panicked; p != "boom" {
+		t.Fatalf("the panicking write's caller recovered %v, want boom", p)
+	}
+	if err := <-beside; !errors.Is(err, errPanicked) {
+		t.Fatalf("the write beside it: %v, want %v", err, errPanicked)
+	}
+	if err := s.writeTx(ctx, insertThread("after", nil, nil, &mu, txs)); err != nil {
+		t.Fatalf("a write after it: %v", err)
+	}
+	for id, want := range map[string]int{"first": 1, "beside": 0, "after": 1} {
+		var n int
+		if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM threads WHERE id = ?`, id).Scan(&n); err != nil || n != want {
+			t.Errorf("thread %s: %d stored (%v), want %d", id, n, err, want)
+		}
+	}
+}
+
+// TestCloseWaitsForWrites: Close lets the writes queued commit, then
+// refuses new ones.
+func TestCloseWaitsForWrites(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "companion.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	txs := map[string]*sql.Tx{}
+	started, release, free := gate(t)
+	errs := make(chan error, 2)
+	go func() { errs <- s.writeTx(ctx, insertThread("leading", started, release, &mu, txs)) }()
+	<-started
+	go func() { errs <- s.writeTx(ctx, insertThread("queued", nil, nil, &mu, txs)) }()
+	queued(t, s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for {
+		s.wmu.Lock()
+		c := s.closed
+		s.wmu.Unlock()
+		if c {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := s.writeTx(ctx, insertThread("late", nil, nil, &mu, txs)); !errors.Is(err, errClosed) {
+		t.Fatalf("a write after Close: %v, want %v", err, errClosed)
+	}
+	free()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a write queued before Close: %v", err)
+		}
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM threads`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d threads stored (%v), want the 2 written before Close", n, err)
 	}
 }
