@@ -215,8 +215,8 @@ type usage struct {
 //
 // It decodes with encoding/json's rules as the Go team's jsonv2 engine
 // implements them (the encoding/json of GOEXPERIMENT=jsonv2): a chunk in
-// half the time of encoding/json and two allocations instead of fourteen,
-// on the path every token takes. FuzzChunkDecode holds it to encoding/json.
+// less than half the time of encoding/json, with 3 allocations instead of
+// 15, on the path every token takes (BenchmarkChunkDecode). FuzzChunkDecode holds it to encoding/json.
 func (c *chunk) decode(data []byte) error {
 	err := jsonv1.Unmarshal(data, c)
 	var te *jsonv1.UnmarshalTypeError
