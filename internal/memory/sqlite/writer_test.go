@@ -14,17 +14,24 @@ import (
 	"time"
 )
 
+// openStore opens a store on a new file, closed at the test's end.
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "companion.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestCommitGroup: the writes of one group commit together, except those
 // that failed or whose context ended: each of those is rolled back alone,
 // the others are kept, and every writer learns its own outcome. A write
 // alone in its group, which runs without a savepoint, likewise.
 func TestCommitGroup(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 	boom := errors.New("boom")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
@@ -178,14 +185,10 @@ func queued(t *testing.T, s *Store, n int) {
 // passes on, and none is left once the queue is empty.
 func TestWritesLead(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 
 	// Alone: on this goroutine, whose stack holds this test.
-	err = s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		buf := make([]byte, 64<<10)
 		if stack := string(buf[:runtime.Stack(buf, false)]); !strings.Contains(stack, "TestWritesLead") {
 			t.Errorf("a write alone ran on another goroutine:\n%s", stack)
@@ -237,11 +240,7 @@ func TestWritesLead(t *testing.T) {
 // it still commit.
 func TestPanickingWrite(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStore(t)
 	var mu sync.Mutex
 	txs := map[string]*sql.Tx{}
 	started, release, free := gate(t)
