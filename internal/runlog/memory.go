@@ -92,8 +92,7 @@ type run struct {
 	remote  map[string]time.Time // followers on other instances: last announcement
 	// live counts the followers on this instance that began before End
 	// and still read: the values stay until the last of them stops.
-	live      int
-	valueless bool // the values are gone
+	live int
 }
 
 // stored is an entry of a run, as Append was given it.
@@ -350,13 +349,11 @@ func (w *memWriter) End(context.Context) error {
 // bounded by its bytes, and those who follow it from then on decode them.
 // (A follower that falls behind a run, as a stream does when the model is
 // faster than its client, reads the run's last entries after the end:
-// keeping the values for it spares decoding them.) A new slice, as
-// followers may be reading the old one, values and all. r.mu is held.
+// keeping the values for it spares decoding them.) It runs once: at End
+// when no such follower reads, else when the last of them stops (followers
+// that begin after End do not count). A new slice, as followers may be
+// reading the old one, values and all. r.mu is held.
 func (r *run) dropValues() {
-	if r.valueless {
-		return
-	}
-	r.valueless = true
 	kept := make([]stored, len(r.entries))
 	for i, e := range r.entries {
 		kept[i] = stored{data: e.data}
