@@ -608,7 +608,8 @@ func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
 }
 
 func (t *turn) Known(ctx context.Context, ids []string) (map[string]bool, error) {
-	return knownIDs(ctx, t.s.stKnown, t.id, ids)
+	_, known, err := t.reads(ctx, asIs, 0, ids)
+	return known, err
 }
 
 func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Message, error) {
