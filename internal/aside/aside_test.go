@@ -40,8 +40,9 @@ func TestDoCarriesAPanic(t *testing.T) {
 
 func panicDeepDown() { panic("deep down") }
 
-// BenchmarkDo is the cost of going aside once, which the stream's writer
-// pays once a burst of records.
+// BenchmarkDo is the cost of going aside once, which a turn pays for its
+// Begin, and a stream for its request, its head and each record read from
+// Redis.
 func BenchmarkDo(b *testing.B) {
 	for b.Loop() {
 		aside.Do(func() {})
