@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -68,7 +69,9 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seqs := func(id string) []string {
+	// holds checks that thread id holds the messages want, numbered 1, 2...
+	holds := func(id string, want ...string) {
+		t.Helper()
 		msgs, _, err := a.Messages(ctx, id, 0, 100)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +83,9 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 			}
 			ids = append(ids, m.ID)
 		}
-		return ids
+		if !slices.Equal(ids, want) {
+			t.Errorf("thread %s holds %v, want %v", id, ids, want)
+		}
 	}
 
 	t.Run("appended meanwhile", func(t *testing.T) {
@@ -98,9 +103,7 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		if len(tails) != 2 || tails[0] != 1 || tails[1] != 2 || len(out) != 1 || out[0].Seq != 3 {
 			t.Errorf("plans saw tails %v; stored %+v", tails, out)
 		}
-		if got := seqs("t1"); len(got) != 3 || got[0] != "m1" || got[1] != "m2" || got[2] != "m3" {
-			t.Errorf("thread holds %v", got)
-		}
+		holds("t1", "m1", "m2", "m3")
 	})
 	t.Run("created meanwhile by another owner", func(t *testing.T) {
 		_, _, tails, err := begin(a, thread("t2", "ana"), []memory.Message{msg("m1")}, func() {
@@ -111,9 +114,7 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		if err == nil || err.Error() != "owned by bob" || len(tails) != 2 {
 			t.Fatalf("error %v, plans %v", err, tails)
 		}
-		if got := seqs("t2"); len(got) != 1 || got[0] != "b1" {
-			t.Errorf("thread holds %v", got)
-		}
+		holds("t2", "b1")
 	})
 	t.Run("deleted meanwhile", func(t *testing.T) {
 		if _, _, _, err := begin(a, thread("t3", "ana"), []memory.Message{msg("m1")}, nil); err != nil {
@@ -123,9 +124,7 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		if err != nil || len(tails) != 2 || tails[1] != 0 || len(out) != 1 || out[0].Seq != 1 {
 			t.Fatalf("error %v, plans %v, stored %+v", err, tails, out)
 		}
-		if got := seqs("t3"); len(got) != 1 || got[0] != "m2" {
-			t.Errorf("thread holds %v", got)
-		}
+		holds("t3", "m2")
 	})
 	t.Run("deleted and created again by another owner meanwhile", func(t *testing.T) {
 		if _, _, _, err := begin(a, thread("t4", "ana"), []memory.Message{msg("m1")}, nil); err != nil {
@@ -141,8 +140,6 @@ func TestBeginWhenAnotherProcessWrites(t *testing.T) {
 		if err == nil || err.Error() != "owned by bob" || len(tails) != 2 {
 			t.Fatalf("error %v, plans %v", err, tails)
 		}
-		if got := seqs("t4"); len(got) != 1 || got[0] != "b1" {
-			t.Errorf("thread holds %v", got)
-		}
+		holds("t4", "b1")
 	})
 }
