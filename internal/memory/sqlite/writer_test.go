@@ -17,7 +17,14 @@ import (
 // openStore opens a store on a new file, closed at the test's end.
 func openStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "companion.db"))
+	return openStoreAt(t, filepath.Join(t.TempDir(), "companion.db"))
+}
+
+// openStoreAt opens the store at path, closed at the test's end (closing
+// twice is harmless).
+func openStoreAt(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,11 +96,7 @@ func TestCommitGroup(t *testing.T) {
 func TestCheckpointsInTheBackground(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := openStoreAt(t, path)
 	size := func() int64 {
 		fi, err := os.Stat(path)
 		if err != nil {
@@ -280,10 +283,7 @@ func TestPanickingWrite(t *testing.T) {
 func TestCloseWaitsForWrites(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStoreAt(t, path)
 	var mu sync.Mutex
 	txs := map[string]*sql.Tx{}
 	started, release, free := gate(t)
@@ -315,11 +315,7 @@ func TestCloseWaitsForWrites(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s = openStoreAt(t, path)
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM threads`).Scan(&n); err != nil || n != 2 {
 		t.Fatalf("%d threads stored (%v), want the 2 written before Close", n, err)
