@@ -5,8 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
+
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
+
+// Unmarshal decodes data into v, a pointer, by encoding/json's rules on the
+// jsonv2 engine (github.com/go-json-experiment/json/v1, the encoding/json of
+// GOEXPERIMENT=jsonv2): a request body decodes in about half the time and
+// allocations. When that fails, v is zeroed and decoded again by
+// encoding/json itself, so that a refused body gets encoding/json's error,
+// which the HTTP layer words for clients.
+func Unmarshal(data []byte, v any) error {
+	if jsonv1.Unmarshal(data, v) == nil {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	return json.Unmarshal(data, v)
+}
 
 // GenerateRequest is the body of both generate and stream.
 type GenerateRequest struct {
@@ -63,17 +80,17 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		Role    *json.RawMessage `json:"role"`
 		Content *json.RawMessage `json:"content"`
 	}
-	if err := json.Unmarshal(b, &raw); err != nil {
+	if err := Unmarshal(b, &raw); err != nil {
 		return errors.New("must be an object with role and content")
 	}
 	*m = Message{}
 	if raw.ID != nil && !isNull(*raw.ID) {
-		if err := json.Unmarshal(*raw.ID, &m.ID); err != nil {
+		if err := Unmarshal(*raw.ID, &m.ID); err != nil {
 			return errors.New("id must be a string")
 		}
 	}
 	if raw.Role != nil && !isNull(*raw.Role) {
-		if err := json.Unmarshal(*raw.Role, &m.Role); err != nil {
+		if err := Unmarshal(*raw.Role, &m.Role); err != nil {
 			return errors.New("role must be a string")
 		}
 	}
@@ -82,7 +99,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	}
 	c := bytes.TrimSpace(*raw.Content)
 	if len(c) > 0 && c[0] == '"' {
-		if err := json.Unmarshal(c, &m.Content); err != nil {
+		if err := Unmarshal(c, &m.Content); err != nil {
 			return errors.New("content must be a string or an array of text parts")
 		}
 		return nil
@@ -91,7 +108,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	if err := json.Unmarshal(c, &parts); err != nil {
+	if err := Unmarshal(c, &parts); err != nil {
 		return errors.New("content must be a string or an array of text parts")
 	}
 	var sb strings.Builder

@@ -59,7 +59,7 @@ func decodeJSON(body []byte, v any, shape reflect.Type) error {
 	if err := checkStrict(trimmed, shape); err != nil && !errors.Is(err, errSyntax) {
 		return err
 	}
-	err := json.Unmarshal(trimmed, v)
+	err := api.Unmarshal(trimmed, v)
 	if err == nil {
 		return nil
 	}
@@ -120,7 +120,7 @@ func decodeRun(body []byte, lim Limits) (agent.Input, error) {
 	req := wire.GenerateRequest
 	if len(wire.Messages) > 0 && string(wire.Messages) != "null" {
 		var raws []json.RawMessage
-		if err := json.Unmarshal(wire.Messages, &raws); err != nil {
+		if err := api.Unmarshal(wire.Messages, &raws); err != nil {
 			return agent.Input{}, apperr.New(apperr.Invalid, `messages must be an array of messages, e.g. [{"role": "user", "content": "Hello"}]`)
 		}
 		if len(raws) > lim.MaxMessages {
@@ -128,7 +128,7 @@ func decodeRun(body []byte, lim Limits) (agent.Input, error) {
 		}
 		req.Messages = make([]api.Message, len(raws))
 		for i, raw := range raws {
-			if err := json.Unmarshal(raw, &req.Messages[i]); err != nil {
+			if err := api.Unmarshal(raw, &req.Messages[i]); err != nil {
 				return agent.Input{}, apperr.New(apperr.Invalid, "messages[%d]: %s", i, err.Error())
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -187,4 +188,77 @@ func FuzzSSEWriter(f *testing.F) {
 			t.Fatalf("the delta read back as %q (%v), wrote %q", delta.ArgsTextDelta, err, b)
 		}
 	})
+}
+
+// FuzzUnmarshal holds api.Unmarshal, which decodes request bodies on the
+// jsonv2 engine, to encoding/json: for any data and each type a request
+// body or a part of one decodes into, the same value and the same error.
+// The inner types are those Message.UnmarshalJSON decodes into, so that
+// the method, which uses api.Unmarshal too, is held to encoding/json piece
+// by piece.
+func FuzzUnmarshal(f *testing.F) {
+	for _, s := range []string{
+		`{"threadId":"t","resourceId":"u","messages":[{"id":"m1","role":"user","content":[{"type":"text","text":"a"}]},{"role":"system","content":"Be brief."}],"runtimeContext":{"metadata":{"personality":"guru","userId":"u"}},"tracingOptions":{"metadata":{"personality":"friend"}},"modelSettings":{"maxOutputTokens":10},"maxSteps":2}`,
+		`{"id":"c","messages":[{"id":"m","role":"user","parts":[{"type":"text","text":"Hi"}]}],"trigger":"submit-message","messageId":"m","resourceId":"u","personality":"guru"}`,
+		`{"title":"T","metadata":{"a":[1,{"b":null}]},"resourceId":null}`,
+		// encoding/json's rules that another decoder could break: names in
+		// any case, a repeated name, null over a value, a value of the
+		// wrong type, numbers out of range, escapes, bad UTF-8, trailing data.
+		`{"THREADID":"a","Messages":[{"ROLE":"user","Content":"x"}]}`,
+		`{"threadId":"a","threadId":"b","maxSteps":1,"maxSteps":null}`,
+		`{"threadId":7,"maxSteps":"2","modelSettings":{"maxOutputTokens":1.5}}`,
+		`{"maxSteps":1e400,"threadId":"x"}`,
+		`{"maxSteps":-0,"modelSettings":null,"runtimeContext":{"metadata":null}}`,
+		`{"id":"\u00e9\ud83d\ude00\u0000","role":"\ud800","content":"\/"}`,
+		"{\"id\":\"\xff\xfe\",\"role\":\"user\",\"content\":\"\xc3\"}",
+		`{"role":"user","content":[{"type":"image","text":"a"}]}`,
+		`{"role":"user","content":[null,{"type":"text","text":null}]}`,
+		`{"content":{"type":"text"}}`, `{"content":7}`, `{"id":null,"role":null,"content":null}`,
+		`[{"role":"user"},null,"x",{}]`, `[]`, `null`, `"s"`, `"\u00e9"`, `7`, `true`,
+		`{"threadId":"a"} {}`, `{"threadId":`, ``, ` {"threadId":"a"} `, `[1,]`, `{"a":1,}`,
+	} {
+		f.Add([]byte(s))
+	}
+	type wire struct {
+		api.GenerateRequest
+		Messages json.RawMessage `json:"messages"`
+	}
+	type threadWire struct {
+		Title      *string         `json:"title"`
+		Metadata   json.RawMessage `json:"metadata"`
+		ResourceID *string         `json:"resourceId"`
+	}
+	type rawMessage struct {
+		ID      *json.RawMessage `json:"id"`
+		Role    *json.RawMessage `json:"role"`
+		Content *json.RawMessage `json:"content"`
+	}
+	type part struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sameAsStd[wire](t, data)
+		sameAsStd[[]json.RawMessage](t, data)
+		sameAsStd[api.Message](t, data)
+		sameAsStd[rawMessage](t, data)
+		sameAsStd[string](t, data)
+		sameAsStd[[]part](t, data)
+		sameAsStd[chatRequest](t, data)
+		sameAsStd[threadWire](t, data)
+	})
+}
+
+// sameAsStd fails t unless api.Unmarshal and encoding/json decode data
+// into a T alike: the same value, and the same error or none.
+func sameAsStd[T any](t *testing.T, data []byte) {
+	t.Helper()
+	var got, want T
+	gotErr, wantErr := api.Unmarshal(data, &got), json.Unmarshal(data, &want)
+	if (gotErr == nil) != (wantErr == nil) || (gotErr != nil && gotErr.Error() != wantErr.Error()) {
+		t.Fatalf("%T from %q: error %v, encoding/json: %v", got, data, gotErr, wantErr)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%T from %q:\n got  %#v\n want %#v", got, data, got, want)
+	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/companionhq/companion/internal/apperr"
 )
 
@@ -45,9 +47,12 @@ func checkStrict(body []byte, t reflect.Type) error {
 	if err := checkEscapes(body); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	w := walker{dec: dec}
+	// jsontext reads a token without decoding it into a Go value (encoding/json's
+	// Decoder.Token allocated an error value for every scalar followed by a
+	// comma). Duplicate names and invalid UTF-8 are left to this check, to
+	// be worded as this service words them.
+	w := walker{dec: jsontext.NewDecoder(bytes.NewBuffer(body),
+		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 	if err := w.value(schemaOf(t), "", 0); err != nil {
 		return err
 	}
@@ -202,57 +207,53 @@ func addFields(fields map[string]*schema, t reflect.Type, seen map[reflect.Type]
 
 // walker reads a body token by token, checking keys against schemas.
 type walker struct {
-	dec *json.Decoder
+	dec *jsontext.Decoder
 }
 
 func (w *walker) value(s *schema, path string, depth int) error {
-	tok, err := w.dec.Token()
+	tok, err := w.dec.ReadToken()
 	if err != nil {
 		return w.syntax(err)
 	}
-	return w.token(tok, s, path, depth)
-}
-
-func (w *walker) token(tok json.Token, s *schema, path string, depth int) error {
-	d, ok := tok.(json.Delim)
-	if !ok {
+	kind := tok.Kind()
+	if kind != '{' && kind != '[' {
 		return nil
 	}
 	if depth >= maxDepth {
 		return apperr.New(apperr.Invalid, "request body is nested deeper than %d levels", maxDepth)
 	}
-	switch d {
-	case '{':
+	if kind == '{' {
 		return w.object(s, path, depth+1)
-	case '[':
-		elem := s.elem
-		if elem == nil && s.alt != nil {
-			elem = s.alt.elem
-		}
-		for i := 0; w.dec.More(); i++ {
-			if err := w.value(orFree(elem), fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
-				return err
-			}
-		}
-		_, err := w.dec.Token() // ]
-		return w.syntax(err)
 	}
-	return nil
+	elem := s.elem
+	if elem == nil && s.alt != nil {
+		elem = s.alt.elem
+	}
+	for i := 0; w.dec.PeekKind() != ']'; i++ {
+		if w.dec.PeekKind() == 0 {
+			_, err := w.dec.ReadToken()
+			return w.syntax(err)
+		}
+		if err := w.value(orFree(elem), fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
+			return err
+		}
+	}
+	_, err = w.dec.ReadToken() // ]
+	return w.syntax(err)
 }
 
 func (w *walker) object(s *schema, path string, depth int) error {
-	seen := map[string]bool{}
-	for w.dec.More() {
-		tok, err := w.dec.Token()
+	var seen keySet
+	for w.dec.PeekKind() != '}' {
+		tok, err := w.dec.ReadToken()
 		if err != nil {
 			return w.syntax(err)
 		}
-		key, _ := tok.(string)
+		key := tok.String()
 		at := join(path, key)
-		if seen[key] {
+		if !seen.add(key) {
 			return apperr.New(apperr.Invalid, "key %q appears more than once in %s: each key may be given once", clip(key), clip(objectName(path)))
 		}
-		seen[key] = true
 		var child *schema
 		if s.fields != nil {
 			if c, ok := s.fields[key]; ok {
@@ -265,8 +266,40 @@ func (w *walker) object(s *schema, path string, depth int) error {
 			return err
 		}
 	}
-	_, err := w.dec.Token() // }
+	_, err := w.dec.ReadToken() // }
 	return w.syntax(err)
+}
+
+// keySet is the keys an object has given so far: a list while they are few,
+// as a request's objects' keys are, and a map beyond, so that an object of
+// many keys costs no more than linear time.
+type keySet struct {
+	few  []string
+	many map[string]struct{}
+}
+
+// add adds key, reporting false when the set held it already.
+func (k *keySet) add(key string) bool {
+	if k.many != nil {
+		if _, ok := k.many[key]; ok {
+			return false
+		}
+		k.many[key] = struct{}{}
+		return true
+	}
+	if slices.Contains(k.few, key) {
+		return false
+	}
+	if len(k.few) < 16 {
+		k.few = append(k.few, key)
+		return true
+	}
+	k.many = make(map[string]struct{}, 2*len(k.few))
+	for _, f := range k.few {
+		k.many[f] = struct{}{}
+	}
+	k.many[key] = struct{}{}
+	return true
 }
 
 func orFree(s *schema) *schema {
