@@ -264,44 +264,55 @@ const (
 	sysFakePG     = "fake, PostgreSQL"
 )
 
-// compare runs every measurement and prints the table.
+// compare runs every measurement -systems selects and prints the table.
 func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
-	up, err := h.startUpstream(ctx)
-	if err != nil {
-		return err
-	}
-	defer up.stop()
-	h.logf("upstream at %s", up.url)
-
-	body, err := h.captureUpstreamRequest(ctx, up.url)
-	if err != nil {
-		return err
-	}
-	upT := upstreamTarget(up.url, body)
-	if err := checkUpstream(ctx, upT); err != nil {
-		return err
-	}
-
-	var rows []row
-	upIdle, _ := rss(up.cmd.Process.Pid)
-	upAnon, _ := anonRSS(up.cmd.Process.Pid)
-	for _, c := range h.cfg.conns {
-		rows = append(rows, h.measureRow(ctx, sysUpstream, "stream", upT, c, up, nil, upIdle, upAnon))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-
-	systems := []struct {
+	type system struct {
 		name   string
 		env    []string
 		args   []string
 		behind *proc
 		setup  func() (dbURL string, cleanup func(), err error)
-	}{
-		{sysProxied, []string{"OPENAI_API_KEY=bench"}, []string{"-model", "bench", "-model-base-url", up.url + "/v1"}, up, h.sqlite("proxied")},
-		{sysFakeSQLite, nil, []string{"-model", "fake"}, nil, h.sqlite("fake")},
-		{sysFakePG, nil, []string{"-model", "fake"}, nil, h.postgres(ctx)},
+	}
+	var (
+		rows    []row
+		systems []system
+	)
+	on := h.cfg.systems
+	if on["upstream"] || on["via"] {
+		up, err := h.startUpstream(ctx)
+		if err != nil {
+			return err
+		}
+		defer up.stop()
+		h.logf("upstream at %s", up.url)
+
+		body, err := h.captureUpstreamRequest(ctx, up.url)
+		if err != nil {
+			return err
+		}
+		upT := upstreamTarget(up.url, body)
+		if err := checkUpstream(ctx, upT); err != nil {
+			return err
+		}
+		if on["upstream"] {
+			upIdle, _ := rss(up.cmd.Process.Pid)
+			upAnon, _ := anonRSS(up.cmd.Process.Pid)
+			for _, c := range h.cfg.conns {
+				rows = append(rows, h.measureRow(ctx, sysUpstream, "stream", upT, c, up, nil, upIdle, upAnon))
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+			}
+		}
+		if on["via"] {
+			systems = append(systems, system{sysProxied, []string{"OPENAI_API_KEY=bench"}, []string{"-model", "bench", "-model-base-url", up.url + "/v1"}, up, h.sqlite("proxied")})
+		}
+	}
+	if on["sqlite"] {
+		systems = append(systems, system{sysFakeSQLite, nil, []string{"-model", "fake"}, nil, h.sqlite("fake")})
+	}
+	if on["postgres"] {
+		systems = append(systems, system{sysFakePG, nil, []string{"-model", "fake"}, nil, h.postgres(ctx)})
 	}
 	var notes []string
 	for i, s := range systems {

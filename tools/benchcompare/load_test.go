@@ -135,3 +135,40 @@ func TestServiceEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestSystems: -systems takes names of allSystems, all of them by default,
+// and refuses others; -streams needs a store among them.
+func TestSystems(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want []string
+		ok   bool
+	}{
+		{nil, allSystems, true},
+		{[]string{"-systems", "postgres"}, []string{"postgres"}, true},
+		{[]string{"-systems", "via, upstream"}, []string{"upstream", "via"}, true},
+		{[]string{"-systems", "sqlite,sqlite"}, []string{"sqlite"}, true},
+		{[]string{"-systems", "mysql"}, nil, false},
+		{[]string{"-systems", ""}, nil, false},
+		{[]string{"-streams", "10", "-systems", "postgres"}, []string{"postgres"}, true},
+		{[]string{"-streams", "10", "-systems", "via"}, nil, false},
+	} {
+		c, err := parseFlags(tc.args, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: error %v, want ok %v", tc.args, err, tc.ok)
+			continue
+		}
+		if !tc.ok {
+			continue
+		}
+		var got []string
+		for _, s := range allSystems {
+			if c.systems[s] {
+				got = append(got, s)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q: systems %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}

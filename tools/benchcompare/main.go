@@ -35,6 +35,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,7 +63,9 @@ type config struct {
 	postgres         string
 	serviceArgs      []string
 	serviceEnv       []string
-	keep             bool
+	// systems is what -systems selects of allSystems.
+	systems map[string]bool
+	keep    bool
 
 	streams          int
 	streamTokenDelay time.Duration
@@ -70,6 +73,11 @@ type config struct {
 	maxErrors        int
 	hold             time.Duration
 }
+
+// allSystems are the names -systems takes: the upstream alone, the service
+// in front of it (on SQLite), and the service on its fake model on SQLite
+// and on PostgreSQL. With -streams, sqlite and postgres choose the stores.
+var allSystems = []string{"upstream", "via", "sqlite", "postgres"}
 
 // defaultPostgres is the machine's PostgreSQL as `make services` runs it
 // (the tests start a private one of their own unless
@@ -90,6 +98,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.postgres, "postgres", pg, `PostgreSQL server to measure on, in a fresh schema ("" to skip; skipped too when unreachable)`)
 	serviceArgs := fs.String("service-args", "", `more flags for "companion serve", space-separated (e.g. "-log-level warn")`)
 	serviceEnv := fs.String("service-env", "", `more environment for the service alone, space-separated NAME=value (e.g. "GOGC=200")`)
+	systems := fs.String("systems", strings.Join(allSystems, ","), "systems to measure, comma-separated, of "+strings.Join(allSystems, ", ")+
+		" (a ratio needs the row it is over: upstream for via, sqlite for postgres)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (binaries, logs, databases)")
 	fs.IntVar(&c.streams, "streams", 0, "instead of the comparison, open this many streams at once and report memory per stream")
 	fs.DurationVar(&c.streamTokenDelay, "stream-token-delay", time.Second, "with -streams: the fake model's delay before each token")
@@ -113,6 +123,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return c, fmt.Errorf("-conns: %q is not a positive number", s)
 		}
 		c.conns = append(c.conns, n)
+	}
+	c.systems = map[string]bool{}
+	for _, s := range strings.Split(*systems, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(allSystems, s) {
+			return c, fmt.Errorf("-systems: %q is not one of %s", s, strings.Join(allSystems, ", "))
+		}
+		c.systems[s] = true
+	}
+	if c.streams > 0 && !c.systems["sqlite"] && !c.systems["postgres"] {
+		return c, errors.New("-streams measures the stores -systems names: sqlite, postgres or both")
 	}
 	c.serviceArgs = strings.Fields(*serviceArgs)
 	c.serviceEnv = strings.Fields(*serviceEnv)

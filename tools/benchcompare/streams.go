@@ -53,12 +53,16 @@ func (h *harness) streams(ctx context.Context, stdout io.Writer) error {
 	if err != nil || limit < need {
 		return fmt.Errorf("%d streams need %d open files in this process and in the service; the limit is %d (%v): raise the hard limit, e.g. ulimit -Hn %d, as root", n, need, limit, err, need)
 	}
-	stores := []struct {
+	type store struct {
 		name  string
 		setup func() (string, func(), error)
-	}{
-		{"SQLite", h.sqlite("streams")},
-		{"PostgreSQL", h.postgres(ctx)},
+	}
+	var stores []store
+	if h.cfg.systems["sqlite"] {
+		stores = append(stores, store{"SQLite", h.sqlite("streams")})
+	}
+	if h.cfg.systems["postgres"] {
+		stores = append(stores, store{"PostgreSQL", h.postgres(ctx)})
 	}
 	var results []streamsResult
 	var notes []string
