@@ -171,31 +171,6 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 	if err := m.checkQuota(ctx, in.ResourceID); err != nil {
 		return nil, Thread{}, in, err
 	}
-	// A free thread is taken at once, and Begin checks under the lock who
-	// owns it. Only a busy thread's owner is read first, so that a foreign
-	// request is refused before it would wait in the thread's queue. (A
-	// read less for most turns.)
-	turn, err := m.cfg.Store.Lock(ctx, in.ThreadID, 0)
-	switch {
-	case errors.Is(err, ErrBusy):
-		if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
-			return nil, Thread{}, in, err
-		}
-		turn, err = m.lock(ctx, in.ThreadID)
-	case err != nil:
-		err = m.storeErr(err)
-	}
-	if err != nil {
-		return nil, Thread{}, in, err
-	}
-	// Held on success only; let go on an error, or a panic.
-	held := false
-	defer func() {
-		if !held {
-			turn.Unlock()
-		}
-	}()
-
 	now := m.cfg.Now()
 	convo := 0
 	var ids []string
@@ -258,12 +233,64 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 		}
 		return rows, nil
 	}
-	th, _, err := turn.Begin(ctx, Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now},
-		max(m.cfg.Window, convo), ids, plan)
+	tmpl := Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
+	n := max(m.cfg.Window, convo)
+	// A free thread is taken at once, and Begin checks under the lock who
+	// owns it; a store that can takes it and begins in one exchange. Only
+	// a busy thread's owner is read first, so that a foreign request is
+	// refused before it would wait in the thread's queue. (A read less for
+	// most turns.)
+	if lb, ok := m.cfg.Store.(LockBeginner); ok {
+		turn, th, _, err := lb.LockBegin(ctx, in.ThreadID, tmpl, n, ids, plan)
+		switch {
+		case err == nil:
+			in.History, in.Messages = history, msgs
+			return turn, th, in, nil
+		case !errors.Is(err, ErrBusy):
+			return nil, Thread{}, in, m.storeErr(err)
+		}
+		turn, err = m.waitBusy(ctx, in)
+		if err != nil {
+			return nil, Thread{}, in, err
+		}
+		return m.beginHeld(ctx, turn, in, tmpl, n, ids, plan, &history, &msgs)
+	}
+	turn, err := m.cfg.Store.Lock(ctx, in.ThreadID, 0)
+	switch {
+	case errors.Is(err, ErrBusy):
+		turn, err = m.waitBusy(ctx, in)
+	case err != nil:
+		err = m.storeErr(err)
+	}
+	if err != nil {
+		return nil, Thread{}, in, err
+	}
+	return m.beginHeld(ctx, turn, in, tmpl, n, ids, plan, &history, &msgs)
+}
+
+// waitBusy is the turn of a busy thread: its owner is read first, so that a
+// foreign request is refused before it waits in the thread's queue.
+func (m *Memory) waitBusy(ctx context.Context, in agent.Input) (Turn, error) {
+	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		return nil, err
+	}
+	return m.lock(ctx, in.ThreadID)
+}
+
+// beginHeld begins the turn held with plan, which sets *history and *msgs,
+// and lets the turn go when that fails (or panics).
+func (m *Memory) beginHeld(ctx context.Context, turn Turn, in agent.Input, tmpl Thread, n int, ids []string, plan Plan, history *[]model.Message, msgs *[]agent.Message) (Turn, Thread, agent.Input, error) {
+	held := false
+	defer func() {
+		if !held {
+			turn.Unlock()
+		}
+	}()
+	th, _, err := turn.Begin(ctx, tmpl, n, ids, plan)
 	if err != nil {
 		return nil, Thread{}, in, m.storeErr(err)
 	}
-	in.History, in.Messages = history, msgs
+	in.History, in.Messages = *history, *msgs
 	held = true
 	return turn, th, in, nil
 }

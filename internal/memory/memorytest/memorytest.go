@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("PingChecksTheSchema", func(t *testing.T) { t.Parallel(); testPing(t, h) })
 	t.Run("BeginStoresATurnInOneTransaction", func(t *testing.T) { t.Parallel(); testBegin(t, h) })
 	t.Run("AnswerEndsTheTurn", func(t *testing.T) { t.Parallel(); testAnswerEndsTurn(t, h) })
+	t.Run("LockBeginTakesAndBegins", func(t *testing.T) { t.Parallel(); testLockBegin(t, h) })
 	t.Run("LockAcrossInstances", func(t *testing.T) {
 		if !h.SharedLocks {
 			t.Skip("this store serves one process: its locks are in-process")
@@ -816,6 +817,85 @@ func testBegin(t *testing.T, h Harness) {
 	}
 }
 
+// testLockBegin: a store that takes and begins a turn in one exchange
+// (memory.LockBeginner) holds the thread after it as after Lock and Begin
+// (on every instance, for shared locks), and holds and stores nothing when
+// the thread is busy or the plan refuses.
+func testLockBegin(t *testing.T, h Harness) {
+	ctx := context.Background()
+	open0 := h.Fresh(t)
+	a := mustOpen(t, open0)
+	lb, ok := a.(memory.LockBeginner)
+	if !ok {
+		t.Skip("this store takes a turn and begins it in two calls")
+	}
+	b := a
+	if h.SharedLocks {
+		b = mustOpen(t, open0)
+	}
+	th := memory.Thread{ID: "t", ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base}
+	store := func(id string, i int) memory.Plan {
+		return func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+			return []memory.Message{msg(id, "user", "hi", i)}, nil
+		}
+	}
+	free := func(s memory.Store) {
+		t.Helper()
+		turn, err := s.Lock(ctx, "t", 0)
+		if err != nil {
+			t.Fatalf("the thread is not free: %v", err)
+		}
+		turn.Unlock()
+	}
+
+	// A refused plan stores nothing and holds nothing.
+	refused := errors.New("refused")
+	if _, _, _, err := lb.LockBegin(ctx, "t", th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return nil, refused
+	}); !errors.Is(err, refused) {
+		t.Fatalf("a refused plan: %v", err)
+	}
+	if _, err := a.Thread(ctx, "t"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("a refused plan left the thread: %v", err)
+	}
+	free(b)
+
+	// A free thread is taken and begun: the turn holds it until Unlock.
+	turn, got, stored, err := lb.LockBegin(ctx, "t", th, 10, []string{"u1"}, store("u1", 1))
+	if err != nil || got.ID != "t" || got.ResourceID != "r" || len(stored) != 1 || stored[0].Seq != 1 {
+		t.Fatalf("LockBegin: %+v %+v %v", got, stored, err)
+	}
+	if _, err := b.Lock(ctx, "t", 0); !errors.Is(err, memory.ErrBusy) {
+		t.Fatalf("locking the thread LockBegin holds: %v, want ErrBusy", err)
+	}
+	// Busy: ErrBusy, nothing stored, nothing held.
+	if _, _, _, err := b.(memory.LockBeginner).LockBegin(ctx, "t", th, 10, []string{"u2"}, store("u2", 2)); !errors.Is(err, memory.ErrBusy) {
+		t.Fatalf("LockBegin on a busy thread: %v, want ErrBusy", err)
+	}
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "hello", Model: json.RawMessage(`[]`), CreatedAt: base.Add(2 * time.Second)}
+	if _, _, err := turn.Answer(ctx, reply, memory.Usage{}); err != nil {
+		t.Fatalf("answering: %v", err)
+	}
+	turn.Unlock()
+	free(b)
+	all, total, err := a.Messages(ctx, "t", 0, 10)
+	if err != nil || total != 2 || strings.Join(ids(all), " ") != "u1 a1" {
+		t.Fatalf("the thread holds %v (%d): %v", ids(all), total, err)
+	}
+	// The next turn, on the other instance, sees the first.
+	turn, _, stored, err = b.(memory.LockBeginner).LockBegin(ctx, "t", th, 10, []string{"u1", "u2"}, func(cur memory.Thread, tail []memory.Message, known map[string]bool) ([]memory.Message, error) {
+		if len(tail) != 2 || !known["u1"] || known["u2"] {
+			t.Errorf("the second turn saw tail %v, known %v", ids(tail), known)
+		}
+		return []memory.Message{msg("u2", "user", "again", 3)}, nil
+	})
+	if err != nil || len(stored) != 1 || stored[0].Seq != 3 {
+		t.Fatalf("second LockBegin: %+v %v", stored, err)
+	}
+	turn.Unlock()
+	free(a)
+}
+
 // Seed fills thread id (owned by "bench") with n messages: turns of a user
 // message and a reply, in batches of one transaction each.
 func Seed(tb testing.TB, s memory.Store, id string, n int) {
@@ -852,9 +932,29 @@ func Seed(tb testing.TB, s memory.Store, id string, n int) {
 	}
 }
 
-// BenchHistory measures what a turn reads of its thread before the run: the
-// lock, then Begin reading the thread and the tail of window messages
-// (with nothing new to store); for threads of 10, 20
+// lockBegin takes a free thread's turn and begins it as memory does: in one
+// call where the store can (memory.LockBeginner), else Lock, then Begin.
+func lockBegin(ctx context.Context, s memory.Store, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, []memory.Message, error) {
+	if lb, ok := s.(memory.LockBeginner); ok {
+		turn, _, stored, err := lb.LockBegin(ctx, th.ID, th, n, ids, plan)
+		return turn, stored, err
+	}
+	turn, err := s.Lock(ctx, th.ID, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	_, stored, err := turn.Begin(ctx, th, n, ids, plan)
+	if err != nil {
+		turn.Unlock()
+		return nil, nil, err
+	}
+	return turn, stored, nil
+}
+
+// BenchHistory measures what a turn reads of its thread before the run:
+// taking its turn and Begin reading the thread and the tail of window
+// messages, as memory does it (lockBegin), with nothing new to store; for
+// threads of 10, 20
 // (a full window) and 100,000 messages. The last two read the same rows and
 // should cost about the same.
 func BenchHistory(b *testing.B, h Harness) {
@@ -865,13 +965,13 @@ func BenchHistory(b *testing.B, h Harness) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.ResetTimer()
+			th := memory.Thread{ID: "bench", ResourceID: "bench", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base}
 			for b.Loop() {
-				turn, err := s.Lock(ctx, "bench", time.Second)
-				if err != nil {
-					b.Fatal(err)
-				}
-				// As a turn reads it: Begin, with a plan that stores nothing.
-				tail, _, err := planned(ctx, turn, "bench", "bench", memory.DefaultWindow, nil)
+				var tail []memory.Message
+				turn, _, err := lockBegin(ctx, s, th, memory.DefaultWindow, nil, func(_ memory.Thread, t []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+					tail = t
+					return nil, nil
+				})
 				if err != nil || len(tail) != min(n, memory.DefaultWindow) {
 					b.Fatalf("tail of %d: %v", len(tail), err)
 				}
@@ -882,8 +982,8 @@ func BenchHistory(b *testing.B, h Harness) {
 }
 
 // BenchTurn is one turn's persistence on a thread of n messages, as
-// memory runs it: the lock, Begin (the thread, its tail, the new message,
-// one commit) and Answer (the reply, one commit).
+// memory runs it: taking the turn and Begin (the thread, its tail, the new
+// message, one commit; lockBegin) and Answer (the reply, one commit).
 func BenchTurn(b *testing.B, h Harness) {
 	for _, n := range []int{10, 100_000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
@@ -896,11 +996,7 @@ func BenchTurn(b *testing.B, h Harness) {
 			i := 0
 			for b.Loop() {
 				i++
-				turn, err := s.Lock(ctx, "bench", time.Second)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, stored, err := turn.Begin(ctx, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
+				turn, stored, err := lockBegin(ctx, s, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
 					func(_ memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
 						// Each turn adds two messages to the n seeded.
 						if want := min(memory.DefaultWindow, n+2*(i-1)); len(tail) != want {

@@ -57,7 +57,10 @@ type Store struct {
 	closing    sync.Once
 }
 
-var _ memory.Store = (*Store)(nil)
+var (
+	_ memory.Store        = (*Store)(nil)
+	_ memory.LockBeginner = (*Store)(nil)
+)
 
 // Open connects to the database at url (a postgres:// URL; pool settings
 // such as pool_max_conns and runtime parameters such as search_path may be
@@ -381,9 +384,7 @@ func (s *Store) takeLease(ctx context.Context, threadID, owner string) (taken bo
 		var b pgx.Batch
 		b.Queue(`BEGIN`)
 		b.Queue(`SET LOCAL synchronous_commit TO off`)
-		b.Queue(`INSERT INTO thread_leases (thread_id, owner, expires) VALUES ($1, $2, now() + $3::interval)
-			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
-			WHERE thread_leases.expires < now() RETURNING owner`, threadID, owner, Lease.String())
+		b.Queue(takeSQL+` RETURNING owner`, threadID, owner, Lease.String())
 		b.Queue(`COMMIT`)
 		return readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 			for range 2 {
@@ -525,6 +526,11 @@ func (t *turn) Unlock() {
 // ends; releaseSQL drops it when the transaction commits (Answer, a turn's
 // last write, saves the commit and the round trip of a separate delete).
 const (
+	// takeSQL takes thread $1's lease for owner $2, for $3, when it is free
+	// or expired; it changes nothing when another turn holds it.
+	takeSQL = `INSERT INTO thread_leases (thread_id, owner, expires) VALUES ($1, $2, now() + $3::interval)
+			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
+			WHERE thread_leases.expires < now()`
 	holdSQL       = `SELECT turn_holds($1, $2, false)`
 	releaseSQL    = `SELECT turn_holds($1, $2, true)`
 	leaseLostCode = "CL001"
@@ -552,6 +558,46 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 }
 
 func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
+	return t.begin(ctx, th, n, ids, plan, false)
+}
+
+// LockBegin implements memory.LockBeginner: the lease is taken in the
+// transaction of Begin's writes, its insert in the batch of Begin's reads,
+// in front of the lease's check, which raises when the lease is another
+// turn's: the thread is busy, and the transaction, lease and all, rolls
+// back. A round trip and a transaction less than Lock and Begin; the lease
+// commits with the turn's first messages, waiting for the disk as they do.
+func (s *Store) LockBegin(ctx context.Context, threadID string, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, []memory.Message, error) {
+	release, err := s.locks.Acquire(ctx, threadID, 0)
+	if errors.Is(err, locks.ErrTimeout) {
+		return nil, th, nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
+	}
+	if err != nil {
+		return nil, th, nil, err
+	}
+	t := &turn{s: s, id: threadID, owner: uuid.NewString(), releaseLocal: release}
+	held := false
+	defer func() {
+		if !held {
+			release()
+		}
+	}()
+	cur, out, err := t.begin(ctx, th, n, ids, plan, true)
+	if errors.Is(err, errLeaseLost) {
+		return nil, cur, nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
+	}
+	if err != nil {
+		return nil, cur, nil, err
+	}
+	s.mu.Lock()
+	s.held[t] = struct{}{}
+	s.mu.Unlock()
+	held = true
+	return t, cur, out, nil
+}
+
+// begin is Begin; with take, it takes the thread's lease too (LockBegin).
+func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, take bool) (memory.Thread, []memory.Message, error) {
 	meta := th.Metadata
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
@@ -564,6 +610,9 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		// third when the messages are many enough to be copied in).
 		var b pgx.Batch
 		b.Queue(`BEGIN`)
+		if take {
+			b.Queue(takeSQL, t.id, t.owner, Lease.String())
+		}
 		b.Queue(holdSQL, t.id, t.owner)
 		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
@@ -576,6 +625,11 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return err
+			}
+			if take {
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("locking thread %q: %w", t.id, err)
+				}
 			}
 			if _, err := br.Exec(); err != nil {
 				return t.leaseErr(err)

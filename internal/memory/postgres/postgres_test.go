@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -353,8 +354,19 @@ func TestLeasesRenewTogether(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
 	var turns []memory.Turn
+	th := func(id string) memory.Thread {
+		return memory.Thread{ID: id, Metadata: json.RawMessage(`{}`), CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	}
+	nothing := func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }
 	for _, id := range []string{"a", "b", "c"} {
-		turn, err := s.Lock(ctx, id, time.Second)
+		var turn memory.Turn
+		var err error
+		if id == "b" {
+			// A turn taken with its Begin is renewed as one taken by Lock.
+			turn, _, _, err = s.LockBegin(ctx, id, th(id), 10, nil, nothing)
+		} else {
+			turn, err = s.Lock(ctx, id, time.Second)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,6 +374,13 @@ func TestLeasesRenewTogether(t *testing.T) {
 		turns = append(turns, turn)
 	}
 	turns[2].Unlock()
+	// A refused LockBegin leaves no lease.
+	refused := errors.New("refused")
+	if _, _, _, err := s.LockBegin(ctx, "e", th("e"), 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return nil, refused
+	}); !errors.Is(err, refused) {
+		t.Fatalf("a refused LockBegin: %v", err)
+	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO thread_leases VALUES ('c', 'another-instance', now()), ('d', 'another-instance', now())`); err != nil {
 		t.Fatal(err)
 	}
