@@ -27,8 +27,8 @@ type Harness struct {
 	SharedLocks bool
 	// Settle, when set, lets a store finish what a bulk load left it to do
 	// in the background (SQLite: copying its write-ahead log into the
-	// database; PostgreSQL: vacuuming the new rows), so that the benchmarks
-	// measure the steady state, not the minute after a thread was seeded.
+	// database), so that the benchmarks measure the steady state, not the
+	// second after a thread was seeded.
 	Settle func(tb testing.TB, s memory.Store)
 }
 
