@@ -236,63 +236,69 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 	tmpl := Thread{ID: in.ThreadID, ResourceID: in.ResourceID, Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
 	n := max(m.cfg.Window, convo)
 	// A free thread is taken at once, and Begin checks under the lock who
-	// owns it; a store that can takes it and begins in one exchange. Only
-	// a busy thread's owner is read first, so that a foreign request is
-	// refused before it would wait in the thread's queue. (A read less for
-	// most turns.)
-	if lb, ok := m.cfg.Store.(LockBeginner); ok {
-		turn, th, _, err := lb.LockBegin(ctx, in.ThreadID, tmpl, n, ids, plan)
-		switch {
-		case err == nil:
-			in.History, in.Messages = history, msgs
-			return turn, th, in, nil
-		case !errors.Is(err, ErrBusy):
-			return nil, Thread{}, in, m.storeErr(err)
-		}
-		turn, err = m.waitBusy(ctx, in)
-		if err != nil {
-			return nil, Thread{}, in, err
-		}
-		return m.beginHeld(ctx, turn, in, tmpl, n, ids, plan, &history, &msgs)
-	}
-	turn, err := m.cfg.Store.Lock(ctx, in.ThreadID, 0)
-	switch {
-	case errors.Is(err, ErrBusy):
-		turn, err = m.waitBusy(ctx, in)
-	case err != nil:
+	// owns it. Only a busy thread's owner is read first, so that a foreign
+	// request is refused before it would wait in the thread's queue. (A
+	// read less for most turns.)
+	turn, th, _, err := LockAndBegin(ctx, m.cfg.Store, tmpl, n, ids, plan)
+	if errors.Is(err, ErrBusy) {
+		turn, th, err = m.beginBusy(ctx, in, tmpl, n, ids, plan)
+	} else if err != nil {
 		err = m.storeErr(err)
 	}
 	if err != nil {
 		return nil, Thread{}, in, err
 	}
-	return m.beginHeld(ctx, turn, in, tmpl, n, ids, plan, &history, &msgs)
+	in.History, in.Messages = history, msgs
+	return turn, th, in, nil
 }
 
-// waitBusy is the turn of a busy thread: its owner is read first, so that a
-// foreign request is refused before it waits in the thread's queue.
-func (m *Memory) waitBusy(ctx context.Context, in agent.Input) (Turn, error) {
-	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
-		return nil, err
+// LockAndBegin takes thread t.ID's turn if it is free and begins it with
+// plan (Turn.Begin): in one call where the store can (LockBeginner), else
+// Lock without waiting, then Begin. It returns ErrBusy when the thread is
+// busy, and on any error holds nothing.
+func LockAndBegin(ctx context.Context, s Store, t Thread, n int, ids []string, plan Plan) (Turn, Thread, []Message, error) {
+	if lb, ok := s.(LockBeginner); ok {
+		return lb.LockBegin(ctx, t.ID, t, n, ids, plan)
 	}
-	return m.lock(ctx, in.ThreadID)
+	turn, err := s.Lock(ctx, t.ID, 0)
+	if err != nil {
+		return nil, t, nil, err
+	}
+	th, stored, err := begin(ctx, turn, t, n, ids, plan)
+	if err != nil {
+		return nil, th, nil, err
+	}
+	return turn, th, stored, nil
 }
 
-// beginHeld begins the turn held with plan, which sets *history and *msgs,
-// and lets the turn go when that fails (or panics).
-func (m *Memory) beginHeld(ctx context.Context, turn Turn, in agent.Input, tmpl Thread, n int, ids []string, plan Plan, history *[]model.Message, msgs *[]agent.Message) (Turn, Thread, agent.Input, error) {
+// beginBusy is the turn of a busy thread: its owner is read first, so that
+// a foreign request is refused before it waits in the thread's queue.
+func (m *Memory) beginBusy(ctx context.Context, in agent.Input, t Thread, n int, ids []string, plan Plan) (Turn, Thread, error) {
+	if _, err := m.owned(ctx, in.ThreadID, in.ResourceID); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		return nil, Thread{}, err
+	}
+	turn, err := m.lock(ctx, in.ThreadID)
+	if err != nil {
+		return nil, Thread{}, err
+	}
+	th, _, err := begin(ctx, turn, t, n, ids, plan)
+	if err != nil {
+		return nil, Thread{}, m.storeErr(err)
+	}
+	return turn, th, nil
+}
+
+// begin begins the turn held and lets it go when that fails (or panics).
+func begin(ctx context.Context, turn Turn, t Thread, n int, ids []string, plan Plan) (Thread, []Message, error) {
 	held := false
 	defer func() {
 		if !held {
 			turn.Unlock()
 		}
 	}()
-	th, _, err := turn.Begin(ctx, tmpl, n, ids, plan)
-	if err != nil {
-		return nil, Thread{}, in, m.storeErr(err)
-	}
-	in.History, in.Messages = *history, *msgs
-	held = true
-	return turn, th, in, nil
+	th, stored, err := turn.Begin(ctx, t, n, ids, plan)
+	held = err == nil
+	return th, stored, err
 }
 
 // saveReply stores res's reply, marks the messages it answers and counts

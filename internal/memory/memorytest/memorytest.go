@@ -937,31 +937,11 @@ func Seed(tb testing.TB, s memory.Store, id string, n int) {
 	}
 }
 
-// lockBegin takes a free thread's turn and begins it as memory does: in one
-// call where the store can (memory.LockBeginner), else Lock, then Begin.
-func lockBegin(ctx context.Context, s memory.Store, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, []memory.Message, error) {
-	if lb, ok := s.(memory.LockBeginner); ok {
-		turn, _, stored, err := lb.LockBegin(ctx, th.ID, th, n, ids, plan)
-		return turn, stored, err
-	}
-	turn, err := s.Lock(ctx, th.ID, 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	_, stored, err := turn.Begin(ctx, th, n, ids, plan)
-	if err != nil {
-		turn.Unlock()
-		return nil, nil, err
-	}
-	return turn, stored, nil
-}
-
 // BenchHistory measures what a turn reads of its thread before the run:
 // taking its turn and Begin reading the thread and the tail of window
-// messages, as memory does it (lockBegin), with nothing new to store; for
-// threads of 10, 20
-// (a full window) and 100,000 messages. The last two read the same rows and
-// should cost about the same.
+// messages, as memory does it (memory.LockAndBegin), with nothing new to
+// store; for threads of 10, 20 (a full window) and 100,000 messages. The
+// last two read the same rows and should cost about the same.
 func BenchHistory(b *testing.B, h Harness) {
 	for _, n := range []int{10, 20, 100_000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
@@ -976,7 +956,7 @@ func BenchHistory(b *testing.B, h Harness) {
 			th := memory.Thread{ID: "bench", ResourceID: "bench", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base}
 			for b.Loop() {
 				var tail []memory.Message
-				turn, _, err := lockBegin(ctx, s, th, memory.DefaultWindow, nil, func(_ memory.Thread, t []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+				turn, _, _, err := memory.LockAndBegin(ctx, s, th, memory.DefaultWindow, nil, func(_ memory.Thread, t []memory.Message, _ map[string]bool) ([]memory.Message, error) {
 					tail = t
 					return nil, nil
 				})
@@ -991,7 +971,7 @@ func BenchHistory(b *testing.B, h Harness) {
 
 // BenchTurn is one turn's persistence on a thread of n messages, as
 // memory runs it: taking the turn and Begin (the thread, its tail, the new
-// message, one commit; lockBegin) and Answer (the reply, one commit).
+// message, one commit; memory.LockAndBegin) and Answer (the reply, one commit).
 func BenchTurn(b *testing.B, h Harness) {
 	for _, n := range []int{10, 100_000} {
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
@@ -1007,7 +987,7 @@ func BenchTurn(b *testing.B, h Harness) {
 			i := 0
 			for b.Loop() {
 				i++
-				turn, stored, err := lockBegin(ctx, s, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
+				turn, _, stored, err := memory.LockAndBegin(ctx, s, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
 					func(_ memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
 						// Each turn adds two messages to the n seeded.
 						if want := min(memory.DefaultWindow, n+2*(i-1)); len(tail) != want {
