@@ -229,22 +229,26 @@ func (w *walker) value(s *schema, path string, depth int) error {
 	if elem == nil && s.alt != nil {
 		elem = s.alt.elem
 	}
-	for i := 0; w.dec.PeekKind() != ']'; i++ {
-		if w.dec.PeekKind() == 0 {
-			_, err := w.dec.ReadToken()
-			return w.syntax(err)
-		}
+	for i := 0; w.more(']'); i++ {
 		if err := w.value(orFree(elem), fmt.Sprintf("%s[%d]", path, i), depth+1); err != nil {
 			return err
 		}
 	}
-	_, err = w.dec.ReadToken() // ]
+	_, err = w.dec.ReadToken() // ], or the error that ended the array
 	return w.syntax(err)
+}
+
+// more reports whether a value or a name comes next in the array or object
+// that end closes: false at its end, and on an error, which reading the end
+// then returns.
+func (w *walker) more(end jsontext.Kind) bool {
+	k := w.dec.PeekKind()
+	return k != end && k != 0
 }
 
 func (w *walker) object(s *schema, path string, depth int) error {
 	var seen keySet
-	for w.dec.PeekKind() != '}' {
+	for w.more('}') {
 		tok, err := w.dec.ReadToken()
 		if err != nil {
 			return w.syntax(err)
@@ -266,7 +270,7 @@ func (w *walker) object(s *schema, path string, depth int) error {
 			return err
 		}
 	}
-	_, err := w.dec.ReadToken() // }
+	_, err := w.dec.ReadToken() // }, or the error that ended the object
 	return w.syntax(err)
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -53,5 +54,31 @@ func TestCheckStrictKeys(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCheckStrictEnds: a body that breaks off, or goes wrong, inside an
+// array or an object ends the check as a syntax error (worded by the
+// decoder after it), and what is wrong before the break is still found.
+func TestCheckStrictEnds(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want error // errSyntax, or nil for the key error below
+	}{
+		{`{"threadId":"t","messages":[{"role":"user","content":"Hi"`, errSyntax},
+		{`{"threadId":"t","messages":[{"role":"user"},`, errSyntax},
+		{`{"threadId":"t","messages":[1,2`, errSyntax},
+		{`{"threadId":"t","messages":[1 2]}`, errSyntax},
+		{`{"threadId":"t","messages":[{"role":"user"} {"role":"user"}]}`, errSyntax},
+		{`{"threadId":"t" "x":1}`, errSyntax},
+		{`{"threadId":"t","threadId":"u","messages":[1,`, nil},
+	} {
+		err := checkStrict([]byte(tc.body), reflect.TypeFor[api.GenerateRequest]())
+		switch {
+		case tc.want != nil && !errors.Is(err, tc.want):
+			t.Errorf("%s: %v, want a syntax error", tc.body, err)
+		case tc.want == nil && (err == nil || err.Error() != `key "threadId" appears more than once in the request body: each key may be given once`):
+			t.Errorf("%s: %v, want the repeated key", tc.body, err)
+		}
 	}
 }
