@@ -14,6 +14,7 @@ package deploy
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -205,7 +206,7 @@ func setting(t *testing.T, env map[string]string, flag string) string {
 
 // runWith starts the service built from this tree with a deployment's
 // arguments and environment. Only what points outside the test is
-// replaced: the listen addresses by free loopback ones, the database by a
+// replaced: the listen addresses by loopback ones on ports the service picks, the database by a
 // SQLite file, and Redis and the OTLP endpoint are dropped; files the
 // deployment mounts come from files. Then it checks the probes: /health and
 // /ready answer 200, /metrics is served where the deployment says, nothing
@@ -229,12 +230,12 @@ func runWith(t *testing.T, args []string, env map[string]string, files map[strin
 			}
 		}
 	}
-	apiAddr := testkit.FreeAddr(t)
-	run["COMPANION_ADDR"] = apiAddr
-	metricsAddr := apiAddr
-	if _, ok := run["COMPANION_METRICS_ADDR"]; ok {
-		metricsAddr = testkit.FreeAddr(t)
-		run["COMPANION_METRICS_ADDR"] = metricsAddr
+	// Port 0: the service picks free ports as it listens and logs them (a
+	// port found free beforehand may be taken by another test meanwhile).
+	run["COMPANION_ADDR"] = "127.0.0.1:0"
+	_, ownMetrics := run["COMPANION_METRICS_ADDR"]
+	if ownMetrics {
+		run["COMPANION_METRICS_ADDR"] = "127.0.0.1:0"
 	}
 	run["COMPANION_DATABASE_URL"] = "sqlite://" + filepath.Join(dir, "companion.db")
 	delete(run, "COMPANION_REDIS_URL")
@@ -255,14 +256,35 @@ func runWith(t *testing.T, args []string, env map[string]string, files map[strin
 	}
 	exited := make(chan error, 1)
 	var log testkit.Buffer
+	// The API's address from the "listening" line, and the metrics
+	// listener's from "serving metrics" when it has its own.
+	// They are set once, before listening is closed.
+	var apiAddr, metricsAddr string
 	listening := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)
+		var api, metrics string
 		once := sync.Once{}
 		for sc.Scan() {
 			fmt.Fprintln(&log, sc.Text())
-			if strings.Contains(sc.Text(), `"msg":"listening"`) {
-				once.Do(func() { close(listening) })
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue
+			}
+			switch l.Msg {
+			case "listening":
+				api = l.Addr
+			case "serving metrics":
+				metrics = l.Addr
+			}
+			if !ownMetrics {
+				metrics = api
+			}
+			if api != "" && metrics != "" {
+				once.Do(func() {
+					apiAddr, metricsAddr = api, metrics
+					close(listening)
+				})
 			}
 		}
 		exited <- cmd.Wait()

@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/companionhq/companion/internal/testkit"
 )
 
 // TestMetricsListener: with -metrics-addr, /metrics is served there and not
 // on the API's listener.
 func TestMetricsListener(t *testing.T) {
-	maddr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	url, done, logs := started(t, ctx, nil, "-metrics-addr", maddr)
+	// Port 0: a port found free beforehand may be taken by another test
+	// before the service listens on it.
+	url, done, logs := started(t, ctx, nil, "-metrics-addr", "127.0.0.1:0")
 	defer func() { cancel(); <-done }()
+	maddr := logs.addr(t, "serving metrics")
 	get := func(u string) (int, string) {
 		res, err := http.Get(u)
 		if err != nil {

@@ -68,6 +68,25 @@ func (l *logLines) add(s string) {
 	l.all = append(l.all, s)
 }
 
+// addr is the address logged with message msg, once it is: it waits up to
+// 10 seconds for the line.
+func (l *logLines) addr(t *testing.T, msg string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		l.mu.Lock()
+		for _, line := range l.all {
+			var v struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &v) == nil && v.Msg == msg && v.Addr != "" {
+				l.mu.Unlock()
+				return v.Addr
+			}
+		}
+		l.mu.Unlock()
+	}
+	t.Fatalf("no %q line with an address:\n%s", msg, l)
+	return ""
+}
+
 func (l *logLines) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
