@@ -136,6 +136,34 @@ func TestServiceEnv(t *testing.T) {
 	}
 }
 
+// TestQuietService: a log level that hides the service's "listening" line,
+// in -service-args or -service-env, is refused at once instead of the
+// harness waiting a minute for the line.
+func TestQuietService(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-service-args", "-history-window 50"}, true},
+		{[]string{"-service-args", "-log-level debug"}, true},
+		{[]string{"-service-args", "--log-level=INFO"}, true},
+		{[]string{"-service-args", "-log-level warn"}, false},
+		{[]string{"-service-args", "-history-window 5 --log-level=Error"}, false},
+		{[]string{"-service-args", "-log-level=info+4"}, false},
+		{[]string{"-service-args", "-log-level=warn-4"}, true},
+		{[]string{"-service-args", "-log-level=warn-2"}, false},
+		{[]string{"-service-args", "-log-level loud"}, true}, // the service refuses it itself
+		{[]string{"-service-args", "-trace-content -log-level"}, true}, // the service refuses it itself
+		{[]string{"-service-env", "COMPANION_LOG_LEVEL=debug"}, true},
+		{[]string{"-service-env", "GOGC=200 COMPANION_LOG_LEVEL=warn"}, false},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: error %v, want ok %v", tc.args, err, tc.ok)
+		}
+	}
+}
+
 // TestSystems: -systems takes names of allSystems, all of them by default,
 // and refuses others; -streams needs a store among them.
 func TestSystems(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"slices"
@@ -96,7 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		pg = defaultPostgres
 	}
 	fs.StringVar(&c.postgres, "postgres", pg, `PostgreSQL server to measure on, in a fresh schema ("" to skip; skipped too when unreachable)`)
-	serviceArgs := fs.String("service-args", "", `more flags for "companion serve", space-separated (e.g. "-log-level warn")`)
+	serviceArgs := fs.String("service-args", "", `more flags for "companion serve", space-separated (e.g. "-history-window 50")`)
 	serviceEnv := fs.String("service-env", "", `more environment for the service alone, space-separated NAME=value (e.g. "GOGC=200")`)
 	systems := fs.String("systems", strings.Join(allSystems, ","), "systems to measure, comma-separated, of "+strings.Join(allSystems, ", ")+
 		" (a ratio needs the row it is over: upstream for via, sqlite for postgres)")
@@ -142,6 +143,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return c, fmt.Errorf("-service-env: %q is not NAME=value", kv)
 		}
 	}
+	if err := quietService(c.serviceArgs, c.serviceEnv); err != nil {
+		return c, err
+	}
 	if c.duration <= 0 || c.warmup < 0 || c.streams < 0 || c.openConcurrency < 1 {
 		return c, errors.New("-duration, -warmup, -streams and -open-concurrency must be positive")
 	}
@@ -175,4 +179,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return h.streams(ctx, stdout)
 	}
 	return h.compare(ctx, stdout)
+}
+
+// quietService refuses a log level above info in the service's flags or
+// environment: the harness learns where the service listens from its
+// "listening" line, logged at info, and would wait for it in vain.
+func quietService(args, env []string) error {
+	level := func(v string) bool {
+		var l slog.Level
+		// A level the service cannot read, it refuses itself, saying why.
+		return l.UnmarshalText([]byte(v)) == nil && l > slog.LevelInfo
+	}
+	refuse := func(where, v string) error {
+		return fmt.Errorf(`%s: log level %q hides the service's "listening" line (info), which tells the harness where it listens; use info or debug`, where, v)
+	}
+	for i, a := range args {
+		name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "log-level" {
+			continue
+		}
+		if !hasValue {
+			if i+1 >= len(args) {
+				continue // companion serve will say the flag needs a value
+			}
+			v = args[i+1]
+		}
+		if level(v) {
+			return refuse("-service-args", v)
+		}
+	}
+	for _, kv := range env {
+		if name, v, _ := strings.Cut(kv, "="); name == "COMPANION_LOG_LEVEL" && level(v) {
+			return refuse("-service-env", v)
+		}
+	}
+	return nil
 }
