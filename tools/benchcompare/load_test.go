@@ -152,10 +152,11 @@ func TestQuietService(t *testing.T) {
 		{[]string{"-service-args", "-log-level=info+4"}, false},
 		{[]string{"-service-args", "-log-level=warn-4"}, true},
 		{[]string{"-service-args", "-log-level=warn-2"}, false},
-		{[]string{"-service-args", "-log-level loud"}, true}, // the service refuses it itself
+		{[]string{"-service-args", "-log-level loud"}, true},           // the service refuses it itself
 		{[]string{"-service-args", "-trace-content -log-level"}, true}, // the service refuses it itself
 		{[]string{"-service-env", "COMPANION_LOG_LEVEL=debug"}, true},
 		{[]string{"-service-env", "GOGC=200 COMPANION_LOG_LEVEL=warn"}, false},
+		{[]string{"-service-env", "COMPANION_LOG_LEVEL=warn", "-service-args", "-log-level info"}, true},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)
 		if (err == nil) != tc.ok {

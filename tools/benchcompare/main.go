@@ -193,11 +193,13 @@ func quietService(args, env []string) error {
 	refuse := func(where, v string) error {
 		return fmt.Errorf(`%s: log level %q hides the service's "listening" line (info), which tells the harness where it listens; use info or debug`, where, v)
 	}
+	flagged := false // the flag, when given, wins over the environment
 	for i, a := range args {
 		name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if !strings.HasPrefix(a, "-") || name != "log-level" {
 			continue
 		}
+		flagged = true
 		if !hasValue {
 			if i+1 >= len(args) {
 				continue // companion serve will say the flag needs a value
@@ -209,7 +211,7 @@ func quietService(args, env []string) error {
 		}
 	}
 	for _, kv := range env {
-		if name, v, _ := strings.Cut(kv, "="); name == "COMPANION_LOG_LEVEL" && level(v) {
+		if name, v, _ := strings.Cut(kv, "="); name == "COMPANION_LOG_LEVEL" && !flagged && level(v) {
 			return refuse("-service-env", v)
 		}
 	}
