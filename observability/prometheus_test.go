@@ -3,6 +3,7 @@ package observability_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -209,6 +210,74 @@ func runLoad(t *testing.T, svc *apptest.Service) load {
 	return load{runs: len(runs), requests: len(runs) + len(refused)}
 }
 
+// startPrometheus runs Prometheus on configPath until the test ends and
+// returns its address once it is ready. It is handed a port found free a
+// moment before, which something else may take first: when Prometheus
+// exits because the port is taken, it is started again on another.
+func startPrometheus(t *testing.T, ctx context.Context, prometheus, configPath, dataDir string) string {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		addr := testkit.FreeAddr(t)
+		var logs testkit.Buffer
+		cmd := exec.CommandContext(ctx, prometheus, "--config.file="+configPath, "--storage.tsdb.path="+dataDir,
+			"--web.listen-address="+addr, "--log.level=warn")
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = 5 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		stopped := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(stopped) }()
+		ready := waitReady(ctx, "http://"+addr+"/-/ready", stopped)
+		if ready == nil {
+			t.Cleanup(func() {
+				_ = cmd.Cancel()
+				<-stopped
+				if t.Failed() {
+					t.Logf("prometheus log:\n%s", logs.String())
+				}
+			})
+			return addr
+		}
+		_ = cmd.Cancel()
+		<-stopped
+		if attempt < 3 && strings.Contains(logs.String(), "address already in use") {
+			t.Logf("prometheus: %s was taken; another port", addr)
+			continue
+		}
+		t.Fatalf("prometheus on %s: %v\n%s", addr, ready, logs.String())
+	}
+}
+
+// waitReady polls url until it answers 200, the process ends (stopped is
+// closed) or ctx ends. Each poll is short: what holds the port when
+// Prometheus could not take it may never answer.
+func waitReady(ctx context.Context, url string, stopped <-chan struct{}) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if res, err := client.Do(req); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-stopped:
+			return errors.New("exited before it was ready")
+		case <-ctx.Done():
+			return fmt.Errorf("not ready: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 // grafanaVars are what the dashboard's Grafana variables stand for in a
 // query sent straight to Prometheus: a window that covers the whole test
 // for the interval variables, and each query variable's "All" value.
@@ -256,25 +325,7 @@ scrape_configs:
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	addr := testkit.FreeAddr(t)
-	var logs testkit.Buffer
-	cmd := exec.CommandContext(ctx, prometheus, "--config.file="+configPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	stopped := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(stopped) }()
-	defer func() {
-		_ = cmd.Cancel()
-		<-stopped
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", logs.String())
-		}
-	}()
+	addr := startPrometheus(t, ctx, prometheus, configPath, filepath.Join(dir, "data"))
 	api := promAPI{base: "http://" + addr}
 	if err := api.waitFor(ctx, `up{job="companion"}`, 1); err != nil {
 		t.Fatalf("prometheus did not scrape the service: %v", err)
