@@ -5,3 +5,7 @@ import "context"
 // RenewLeases renews the leases of the store's turns now, as its renewer
 // does every Lease/3.
 func (s *Store) RenewLeases(ctx context.Context) error { return s.renewLeases(ctx) }
+
+// KnownSQL is the statement that finds which of a turn's message ids a
+// thread already holds.
+const KnownSQL = knownSQL

@@ -783,9 +783,18 @@ func (t *turn) Delete(ctx context.Context) error {
 // tailSQL reads a thread's last $2 messages, newest first; knownSQL which
 // of the ids $2 it holds. A turn's Begin batches them, and Tail and Known
 // run them alone.
+//
+// knownSQL looks each id up in the (thread_id, id) index on its own: the
+// LIMIT keeps the lookup from being planned as a join. Written as
+// "thread_id = $1 AND id = ANY($2)", the generic plan that PostgreSQL's
+// plan cache switches to after a statement's first five executions looked
+// the thread up by thread_id alone and filtered the ids, reading every
+// message of the thread, whenever the statistics said threads are short
+// (TestKnownLooksIdsUp).
 const (
 	tailSQL  = `SELECT ` + messageCols + ` FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`
-	knownSQL = `SELECT id FROM messages WHERE thread_id = $1 AND id = ANY($2)`
+	knownSQL = `SELECT k.id FROM unnest($2::text[]) AS k (id),
+		LATERAL (SELECT 1 FROM messages m WHERE m.thread_id = $1 AND m.id = k.id LIMIT 1) AS found`
 )
 
 // collectKnown reads the ids knownSQL found.

@@ -20,12 +20,15 @@ import (
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
-// harness has no Settle step: after VACUUM ANALYZE of a seeded
-// 10-message thread, the planner's statistics say the messages table holds
-// 10 rows while BenchmarkTurn adds thousands, and a turn took 1.4 ms
-// instead of 0.9 (its 100,000-message thread 0.7 ms instead of 1.0).
-// Unvacuumed tables are planned from their size on disk, as a deployment's
-// are between autovacuum's visits.
+// harness has no Settle step. After VACUUM ANALYZE of a seeded 10-message
+// thread, the plans each connection caches for the turn's statements are
+// made for a messages table of one page (the answer's update of pending
+// messages scans the table), and they stay while BenchmarkTurn grows the
+// table by thousands of rows with no ANALYZE to replace them: a turn took
+// 1.4 ms instead of 0.65 (a deployment's autovacuum analyses a table again
+// as it grows, and each ANALYZE makes the connections plan anew). A table
+// never vacuumed or analysed is planned as ten pages at least, where the
+// indexes win.
 func harness() memorytest.Harness {
 	return memorytest.Harness{SharedLocks: true, Fresh: func(t testing.TB) func(ctx context.Context) (memory.Store, error) {
 		url := pgtest.URL(t)
@@ -466,4 +469,107 @@ func openStore(t *testing.T, params string) *postgres.Store {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// TestKnownLooksIdsUp: finding which of a request's message ids a thread
+// holds reads those ids from the (thread_id, id) index, whatever the
+// thread's length, in the plans PostgreSQL makes with a deployment's
+// statistics (many short threads and a long one, analysed): the custom
+// plan of a statement's first executions and the generic plan its cache
+// switches to after them. A plan that looks the thread up by thread_id
+// alone and filters the ids reads every message of the thread (it did,
+// with the statement written as "thread_id = $1 AND id = ANY($2)", in the
+// generic plan).
+func TestKnownLooksIdsUp(t *testing.T) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	const long = 3000
+	for _, q := range []string{
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, 'u', now(), now(), 10 FROM generate_series(1, 20000) i`,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) VALUES ('long', 'u', now(), now(), ` + fmt.Sprint(long) + `)`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
+			SELECT 't' || i, s, 't' || i || '-' || s, 'user', 'hi', '[]', now() FROM generate_series(1, 20000) i, generate_series(1, 10) s`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
+			SELECT 'long', s, 'long-' || s, 'user', 'hi', '[]', now() FROM generate_series(1, ` + fmt.Sprint(long) + `) s`,
+		`ANALYZE threads`,
+		`ANALYZE messages`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	ids := []string{"long-1", fmt.Sprint("long-", long), "new-1", "new-2", "new-3", "new-4"}
+	// EXPLAIN takes no parameters: the ids go in as an array literal.
+	array := "'{" + strings.Join(ids, ",") + "}'"
+	// auto is the default: custom plans for the first five executions (on
+	// short threads here), then the generic plan if it looks no dearer.
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan", "auto"} {
+		// A statement of its own for each mode: its plan cache starts empty.
+		name := "known_" + mode
+		execute := `EXECUTE ` + name + `('long', ` + array + `)`
+		for _, q := range []string{`SET plan_cache_mode = ` + mode, `PREPARE ` + name + ` AS ` + postgres.KnownSQL} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		for i := range 6 {
+			if _, err := conn.Exec(ctx, fmt.Sprintf(`EXECUTE %s('t%d', '{t%d-1,new-1}')`, name, i+1, i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var plan []struct{ Plan explainNode }
+		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+execute).Scan(&plan); err != nil {
+			t.Fatal(err)
+		}
+		read := plan[0].Plan.messagesRead()
+		if read > 2*len(ids) {
+			b, _ := json.MarshalIndent(plan, "", " ")
+			t.Errorf("%s: the plan reads %d rows of messages for %d ids in a thread of %d:\n%s", mode, read, len(ids), long, b)
+		}
+		rows, err := conn.Query(ctx, execute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(found)
+		if want := []string{"long-1", fmt.Sprint("long-", long)}; !slices.Equal(found, want) {
+			t.Errorf("%s: found %q, want %q", mode, found, want)
+		}
+	}
+}
+
+// explainNode is a node of EXPLAIN (ANALYZE, FORMAT JSON)'s plan.
+type explainNode struct {
+	Relation  string        `json:"Relation Name"`
+	Index     string        `json:"Index Name"`
+	Rows      float64       `json:"Actual Rows"`
+	Loops     float64       `json:"Actual Loops"`
+	Filtered  float64       `json:"Rows Removed by Filter"`
+	Rechecked float64       `json:"Rows Removed by Index Recheck"`
+	Plans     []explainNode `json:"Plans"`
+}
+
+// messagesRead counts the rows the plan's nodes on messages and its
+// indexes produced or threw away.
+func (n explainNode) messagesRead() int {
+	total := 0
+	if n.Relation == "messages" || strings.HasPrefix(n.Index, "messages") {
+		total += int(n.Rows*n.Loops + n.Filtered + n.Rechecked)
+	}
+	for _, c := range n.Plans {
+		total += c.messagesRead()
+	}
+	return total
 }
