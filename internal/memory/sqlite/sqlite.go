@@ -125,7 +125,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stThreadSeq, `SELECT ` + threadCols + `, last_seq FROM threads WHERE id = ?`},
 		{&s.stInsertThread, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&s.stTail, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`},
-		{&s.stKnown, `SELECT id FROM messages WHERE thread_id = ? AND id IN (SELECT value FROM json_each(?))`},
+		{&s.stKnown, knownSQL},
 		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq, resource_id`},
 		{&s.stInsertMessage, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.stAnswer, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING ` + messageCols},
@@ -318,6 +318,10 @@ func (s *Store) addUsage(ctx context.Context, tx *sql.Tx, u memory.Usage) error 
 }
 
 const threadCols = `id, resource_id, title, metadata, created_at, updated_at, bytes`
+
+// knownSQL finds which of the ids (a JSON array) a thread holds, each in
+// the (thread_id, id) index (TestKnownLooksIdsUp).
+const knownSQL = `SELECT id FROM messages WHERE thread_id = ? AND id IN (SELECT value FROM json_each(?))`
 
 // Thread implements memory.Store.
 func (s *Store) Thread(ctx context.Context, id string) (memory.Thread, error) {

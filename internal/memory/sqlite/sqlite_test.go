@@ -123,3 +123,58 @@ func TestPingSeesABrokenSchema(t *testing.T) {
 		t.Fatalf("Ping of a schema without its usage table: %v", err)
 	}
 }
+
+// TestKnownLooksIdsUp: finding which of a request's message ids a thread
+// holds searches the (thread_id, id) index for each id, whatever the
+// thread's length, with the file analysed (many short threads and a long
+// one) and without: SQLite plans each statement once, from sqlite_stat1
+// when ANALYZE has filled it.
+func TestKnownLooksIdsUp(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "known.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	plan := func() string {
+		rows, err := s.DB().QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlite.KnownSQL, "long", `["long-1","new-1"]`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var lines []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, detail)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(lines, "\n")
+	}
+	const want = "SEARCH messages USING COVERING INDEX sqlite_autoindex_messages_2 (thread_id=? AND id=?)"
+	if p := plan(); !strings.Contains(p, want) {
+		t.Errorf("plan, not analysed:\n%s\nwant a line %q", p, want)
+	}
+	for _, q := range []string{
+		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
+			INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, 'u', 0, 0, 10 FROM n`,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) VALUES ('long', 'u', 0, 0, 3000)`,
+		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000), s(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM s WHERE j < 10)
+			INSERT INTO messages (thread_id, seq, id, role, text, model, created_at) SELECT 't' || i, j, 't' || i || '-' || j, 'user', 'hi', '[]', 0 FROM n, s`,
+		`WITH RECURSIVE s(j) AS (SELECT 1 UNION ALL SELECT j + 1 FROM s WHERE j < 3000)
+			INSERT INTO messages (thread_id, seq, id, role, text, model, created_at) SELECT 'long', j, 'long-' || j, 'user', 'hi', '[]', 0 FROM s`,
+		`ANALYZE`,
+	} {
+		if _, err := s.DB().ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if p := plan(); !strings.Contains(p, want) {
+		t.Errorf("plan, analysed:\n%s\nwant a line %q", p, want)
+	}
+}
