@@ -127,8 +127,8 @@ func TestPingSeesABrokenSchema(t *testing.T) {
 // TestKnownLooksIdsUp: finding which of a request's message ids a thread
 // holds searches the (thread_id, id) index for each id, whatever the
 // thread's length, with the file analysed (many short threads and a long
-// one) and without: SQLite plans each statement once, from sqlite_stat1
-// when ANALYZE has filled it.
+// one) and without: SQLite plans a statement as it prepares it, from
+// sqlite_stat1 once ANALYZE has filled it.
 func TestKnownLooksIdsUp(t *testing.T) {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "known.db"))
