@@ -258,7 +258,7 @@ func (m *Memory) begin(ctx context.Context, in agent.Input) (Turn, Thread, agent
 // busy, and on any error holds nothing.
 func LockAndBegin(ctx context.Context, s Store, t Thread, n int, ids []string, plan Plan) (Turn, Thread, []Message, error) {
 	if lb, ok := s.(LockBeginner); ok {
-		return lb.LockBegin(ctx, t.ID, t, n, ids, plan)
+		return lb.LockBegin(ctx, t, n, ids, plan)
 	}
 	turn, err := s.Lock(ctx, t.ID, 0)
 	if err != nil {

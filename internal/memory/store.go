@@ -146,12 +146,12 @@ type Store interface {
 // LockBeginner is a Store that can take a free thread's turn and begin it
 // in one exchange with its database (PostgreSQL: the lease goes in the
 // batch of Begin's reads, a round trip and a transaction less a turn).
-// LockBegin is Lock(ctx, threadID, 0) followed by the turn's Begin(ctx, t,
-// n, ids, plan): on success it returns the turn held and what Begin
+// LockBegin is Lock(ctx, t.ID, 0) followed by the turn's Begin(ctx, t, n,
+// ids, plan): on success it returns the turn held and what Begin
 // returns; on ErrBusy (the thread is busy) or any other error it holds
 // nothing and stores nothing.
 type LockBeginner interface {
-	LockBegin(ctx context.Context, threadID string, t Thread, n int, ids []string, plan Plan) (Turn, Thread, []Message, error)
+	LockBegin(ctx context.Context, t Thread, n int, ids []string, plan Plan) (Turn, Thread, []Message, error)
 }
 
 // Turn is a thread held for one turn: no other turn on the thread runs until

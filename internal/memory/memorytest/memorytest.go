@@ -855,7 +855,7 @@ func testLockBegin(t *testing.T, h Harness) {
 
 	// A refused plan stores nothing and holds nothing.
 	refused := errors.New("refused")
-	if _, _, _, err := lb.LockBegin(ctx, "t", th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+	if _, _, _, err := lb.LockBegin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
 		return nil, refused
 	}); !errors.Is(err, refused) {
 		t.Fatalf("a refused plan: %v", err)
@@ -866,7 +866,7 @@ func testLockBegin(t *testing.T, h Harness) {
 	free(b)
 
 	// A free thread is taken and begun: the turn holds it until Unlock.
-	turn, got, stored, err := lb.LockBegin(ctx, "t", th, 10, []string{"u1"}, store("u1", 1))
+	turn, got, stored, err := lb.LockBegin(ctx, th, 10, []string{"u1"}, store("u1", 1))
 	if err != nil || got.ID != "t" || got.ResourceID != "r" || len(stored) != 1 || stored[0].Seq != 1 {
 		t.Fatalf("LockBegin: %+v %+v %v", got, stored, err)
 	}
@@ -874,7 +874,7 @@ func testLockBegin(t *testing.T, h Harness) {
 		t.Fatalf("locking the thread LockBegin holds: %v, want ErrBusy", err)
 	}
 	// Busy: ErrBusy, nothing stored, nothing held.
-	if _, _, _, err := b.(memory.LockBeginner).LockBegin(ctx, "t", th, 10, []string{"u2"}, store("u2", 2)); !errors.Is(err, memory.ErrBusy) {
+	if _, _, _, err := b.(memory.LockBeginner).LockBegin(ctx, th, 10, []string{"u2"}, store("u2", 2)); !errors.Is(err, memory.ErrBusy) {
 		t.Fatalf("LockBegin on a busy thread: %v, want ErrBusy", err)
 	}
 	reply := memory.Message{ID: "a1", Role: "assistant", Text: "hello", Model: json.RawMessage(`[]`), CreatedAt: base.Add(2 * time.Second)}
@@ -888,7 +888,7 @@ func testLockBegin(t *testing.T, h Harness) {
 		t.Fatalf("the thread holds %v (%d): %v", ids(all), total, err)
 	}
 	// The next turn, on the other instance, sees the first.
-	turn, _, stored, err = b.(memory.LockBeginner).LockBegin(ctx, "t", th, 10, []string{"u1", "u2"}, func(cur memory.Thread, tail []memory.Message, known map[string]bool) ([]memory.Message, error) {
+	turn, _, stored, err = b.(memory.LockBeginner).LockBegin(ctx, th, 10, []string{"u1", "u2"}, func(cur memory.Thread, tail []memory.Message, known map[string]bool) ([]memory.Message, error) {
 		if len(tail) != 2 || !known["u1"] || known["u2"] {
 			t.Errorf("the second turn saw tail %v, known %v", ids(tail), known)
 		}

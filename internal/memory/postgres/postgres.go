@@ -567,15 +567,15 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 // turn's: the thread is busy, and the transaction, lease and all, rolls
 // back. A round trip and a transaction less than Lock and Begin; the lease
 // commits with the turn's first messages, waiting for the disk as they do.
-func (s *Store) LockBegin(ctx context.Context, threadID string, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, []memory.Message, error) {
-	release, err := s.locks.Acquire(ctx, threadID, 0)
+func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, []memory.Message, error) {
+	release, err := s.locks.Acquire(ctx, th.ID, 0)
 	if errors.Is(err, locks.ErrTimeout) {
-		return nil, th, nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
+		return nil, th, nil, fmt.Errorf("thread %q: %w", th.ID, memory.ErrBusy)
 	}
 	if err != nil {
 		return nil, th, nil, err
 	}
-	t := &turn{s: s, id: threadID, owner: uuid.NewString(), releaseLocal: release}
+	t := &turn{s: s, id: th.ID, owner: uuid.NewString(), releaseLocal: release}
 	held := false
 	defer func() {
 		if !held {
@@ -584,7 +584,7 @@ func (s *Store) LockBegin(ctx context.Context, threadID string, th memory.Thread
 	}()
 	cur, out, err := t.begin(ctx, th, n, ids, plan, true)
 	if errors.Is(err, errLeaseLost) {
-		return nil, cur, nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
+		return nil, cur, nil, fmt.Errorf("thread %q: %w", th.ID, memory.ErrBusy)
 	}
 	if err != nil {
 		return nil, cur, nil, err

@@ -372,7 +372,7 @@ func TestLeasesRenewTogether(t *testing.T) {
 		var err error
 		if id == "b" {
 			// A turn taken with its Begin is renewed as one taken by Lock.
-			turn, _, _, err = s.LockBegin(ctx, id, th(id), 10, nil, nothing)
+			turn, _, _, err = s.LockBegin(ctx, th(id), 10, nil, nothing)
 		} else {
 			turn, err = s.Lock(ctx, id, time.Second)
 		}
@@ -385,7 +385,7 @@ func TestLeasesRenewTogether(t *testing.T) {
 	turns[2].Unlock()
 	// A refused LockBegin leaves no lease.
 	refused := errors.New("refused")
-	if _, _, _, err := s.LockBegin(ctx, "e", th("e"), 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+	if _, _, _, err := s.LockBegin(ctx, th("e"), 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
 		return nil, refused
 	}); !errors.Is(err, refused) {
 		t.Fatalf("a refused LockBegin: %v", err)
