@@ -327,10 +327,7 @@ var errLeaseLost = errors.New("the turn's hold on its thread was lost")
 // the queue. The turn holds no connection while it lasts.
 func (s *Store) Lock(ctx context.Context, threadID string, wait time.Duration) (memory.Turn, error) {
 	deadline := time.Now().Add(wait)
-	release, err := s.locks.Acquire(ctx, threadID, wait)
-	if errors.Is(err, locks.ErrTimeout) {
-		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
-	}
+	release, err := s.acquire(ctx, threadID, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -343,6 +340,24 @@ func (s *Store) Lock(ctx context.Context, threadID string, wait time.Duration) (
 	return t, nil
 }
 
+// acquire takes thread threadID's lock in this instance, waiting up to
+// wait: turns on one thread queue here before they ask for its lease. A
+// thread still busy after wait is ErrBusy.
+func (s *Store) acquire(ctx context.Context, threadID string, wait time.Duration) (release func(), err error) {
+	release, err = s.locks.Acquire(ctx, threadID, wait)
+	if errors.Is(err, locks.ErrTimeout) {
+		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrBusy)
+	}
+	return release, err
+}
+
+// hold counts t among the turns whose leases the renewer keeps.
+func (s *Store) hold(t *turn) {
+	s.mu.Lock()
+	s.held[t] = struct{}{}
+	s.mu.Unlock()
+}
+
 func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) (*turn, error) {
 	owner := uuid.NewString()
 	pause := 5 * time.Millisecond
@@ -351,9 +366,7 @@ func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) 
 		switch {
 		case taken:
 			t := &turn{s: s, id: threadID, owner: owner}
-			s.mu.Lock()
-			s.held[t] = struct{}{}
-			s.mu.Unlock()
+			s.hold(t)
 			return t, nil
 		case err != nil:
 			if ctx.Err() != nil {
@@ -568,10 +581,7 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 // back. A round trip and a transaction less than Lock and Begin; the lease
 // commits with the turn's first messages, waiting for the disk as they do.
 func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, []memory.Message, error) {
-	release, err := s.locks.Acquire(ctx, th.ID, 0)
-	if errors.Is(err, locks.ErrTimeout) {
-		return nil, th, nil, fmt.Errorf("thread %q: %w", th.ID, memory.ErrBusy)
-	}
+	release, err := s.acquire(ctx, th.ID, 0)
 	if err != nil {
 		return nil, th, nil, err
 	}
@@ -589,9 +599,7 @@ func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []st
 	if err != nil {
 		return nil, cur, nil, err
 	}
-	s.mu.Lock()
-	s.held[t] = struct{}{}
-	s.mu.Unlock()
+	s.hold(t)
 	held = true
 	return t, cur, out, nil
 }
