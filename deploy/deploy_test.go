@@ -14,7 +14,6 @@ package deploy
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -267,15 +266,11 @@ func runWith(t *testing.T, args []string, env map[string]string, files map[strin
 		once := sync.Once{}
 		for sc.Scan() {
 			fmt.Fprintln(&log, sc.Text())
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
-				continue
+			if a, ok := testkit.LoggedAddr(sc.Bytes(), "listening"); ok {
+				api = a
 			}
-			switch l.Msg {
-			case "listening":
-				api = l.Addr
-			case "serving metrics":
-				metrics = l.Addr
+			if a, ok := testkit.LoggedAddr(sc.Bytes(), "serving metrics"); ok {
+				metrics = a
 			}
 			if !ownMetrics {
 				metrics = api

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,7 +16,7 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/api/apitest"
-	_ "github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // started runs `companion serve` in-process with args and env, and returns
@@ -30,11 +29,9 @@ func started(t *testing.T, ctx context.Context, env map[string]string, args ...s
 	go func() {
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
-			line := sc.Text()
-			logs.add(line)
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" {
-				addr <- l.Addr
+			logs.add(sc.Text())
+			if a, ok := testkit.LoggedAddr(sc.Bytes(), "listening"); ok {
+				addr <- a
 			}
 		}
 	}()
@@ -75,10 +72,9 @@ func (l *logLines) addr(t *testing.T, msg string) string {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		l.mu.Lock()
 		for _, line := range l.all {
-			var v struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &v) == nil && v.Msg == msg && v.Addr != "" {
+			if a, ok := testkit.LoggedAddr([]byte(line), msg); ok {
 				l.mu.Unlock()
-				return v.Addr
+				return a
 			}
 		}
 		l.mu.Unlock()

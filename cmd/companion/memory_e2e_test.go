@@ -18,6 +18,7 @@ import (
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	"github.com/companionhq/companion/internal/memory/sqlite"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // TestMemoryEndToEnd runs the real binary: two processes sharing one
@@ -69,9 +70,8 @@ func startProc(t *testing.T, bin string, env ...string) *proc {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			p.logs.add(sc.Text())
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
-				addr <- l.Addr
+			if a, ok := testkit.LoggedAddr(sc.Bytes(), "listening"); ok {
+				addr <- a
 			}
 		}
 	}()

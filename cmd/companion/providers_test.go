@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/api/apitest"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 const testKey = "sk-e2e-0123456789abcdef"
@@ -135,10 +135,7 @@ func TestRunAgainstFakeProcesses(t *testing.T) {
 			sc := bufio.NewScanner(stderr)
 			for addr == "" && sc.Scan() {
 				logs.WriteString(sc.Text() + "\n")
-				var l struct{ Msg, Addr string }
-				if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
-					addr = l.Addr
-				}
+				addr, _ = testkit.LoggedAddr(sc.Bytes(), "listening")
 			}
 			if addr == "" {
 				t.Fatalf("the service never listened:\n%s", logs.String())

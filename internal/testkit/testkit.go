@@ -7,6 +7,7 @@ package testkit
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -128,6 +129,17 @@ func FreeAddr(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+}
+
+// LoggedAddr is the address in line when line is the service's JSON log
+// line with message msg and an "addr" (as "listening" and "serving
+// metrics" are): services under test listen on port 0 and say where.
+func LoggedAddr(line []byte, msg string) (string, bool) {
+	var l struct{ Msg, Addr string }
+	if json.Unmarshal(line, &l) != nil || l.Msg != msg || l.Addr == "" {
+		return "", false
+	}
+	return l.Addr, true
 }
 
 // ReadYAML reads the YAML file at path as a map, failing the test when it

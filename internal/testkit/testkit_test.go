@@ -26,3 +26,21 @@ func TestDig(t *testing.T) {
 		}
 	}
 }
+
+func TestLoggedAddr(t *testing.T) {
+	for _, tc := range []struct {
+		line, msg, want string
+		ok              bool
+	}{
+		{`{"level":"INFO","msg":"listening","addr":"127.0.0.1:4111","model":"fake/fake"}`, "listening", "127.0.0.1:4111", true},
+		{`{"msg":"serving metrics","addr":"127.0.0.1:9464"}`, "serving metrics", "127.0.0.1:9464", true},
+		{`{"msg":"serving metrics","addr":"127.0.0.1:9464"}`, "listening", "", false},
+		{`{"msg":"listening"}`, "listening", "", false},
+		{`listening on 127.0.0.1:4111`, "listening", "", false},
+	} {
+		got, ok := testkit.LoggedAddr([]byte(tc.line), tc.msg)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("LoggedAddr(%s, %q) = %q, %v; want %q, %v", tc.line, tc.msg, got, ok, tc.want, tc.ok)
+		}
+	}
+}

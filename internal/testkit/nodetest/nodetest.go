@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -192,10 +191,9 @@ func StartService(t testing.TB, bin, meteo, apiKey, resource string, extra ...st
 	logs := &Lines{}
 	listening := make(chan string, 1)
 	logs.watch = func(line string) {
-		var l struct{ Msg, Addr string }
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+		if a, ok := testkit.LoggedAddr([]byte(line), "listening"); ok {
 			select {
-			case listening <- l.Addr:
+			case listening <- a:
 			default:
 			}
 		}
