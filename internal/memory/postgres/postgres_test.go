@@ -482,11 +482,7 @@ func openStore(t *testing.T, params string) *postgres.Store {
 // generic plan).
 func TestKnownLooksIdsUp(t *testing.T) {
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, "")
 	conn, err := s.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -111,11 +111,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 // TestPingSeesABrokenSchema: a table gone is a failed check, not "ready".
 func TestPingSeesABrokenSchema(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t)
 	if _, err := s.DB().ExecContext(ctx, `DROP TABLE usage`); err != nil {
 		t.Fatal(err)
 	}
@@ -131,11 +127,7 @@ func TestPingSeesABrokenSchema(t *testing.T) {
 // sqlite_stat1 once ANALYZE has filled it.
 func TestKnownLooksIdsUp(t *testing.T) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "known.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t)
 	plan := func() string {
 		rows, err := s.DB().QueryContext(ctx, `EXPLAIN QUERY PLAN `+sqlite.KnownSQL, "long", `["long-1","new-1"]`)
 		if err != nil {
@@ -177,4 +169,15 @@ func TestKnownLooksIdsUp(t *testing.T) {
 	if p := plan(); !strings.Contains(p, want) {
 		t.Errorf("plan, analysed:\n%s\nwant a line %q", p, want)
 	}
+}
+
+// openStore opens a store on a fresh file and closes it when the test ends.
+func openStore(t *testing.T) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "companion.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }
