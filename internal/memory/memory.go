@@ -264,7 +264,7 @@ func LockAndBegin(ctx context.Context, s Store, t Thread, n int, ids []string, p
 	if err != nil {
 		return nil, t, nil, err
 	}
-	th, stored, err := begin(ctx, turn, t, n, ids, plan)
+	th, stored, err := beginOrUnlock(ctx, turn, t, n, ids, plan)
 	if err != nil {
 		return nil, th, nil, err
 	}
@@ -281,15 +281,15 @@ func (m *Memory) beginBusy(ctx context.Context, in agent.Input, t Thread, n int,
 	if err != nil {
 		return nil, Thread{}, err
 	}
-	th, _, err := begin(ctx, turn, t, n, ids, plan)
+	th, _, err := beginOrUnlock(ctx, turn, t, n, ids, plan)
 	if err != nil {
 		return nil, Thread{}, m.storeErr(err)
 	}
 	return turn, th, nil
 }
 
-// begin begins the turn held and lets it go when that fails (or panics).
-func begin(ctx context.Context, turn Turn, t Thread, n int, ids []string, plan Plan) (Thread, []Message, error) {
+// beginOrUnlock begins the turn held and lets it go when that fails (or panics).
+func beginOrUnlock(ctx context.Context, turn Turn, t Thread, n int, ids []string, plan Plan) (Thread, []Message, error) {
 	held := false
 	defer func() {
 		if !held {
