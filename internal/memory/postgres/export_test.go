@@ -9,3 +9,14 @@ func (s *Store) RenewLeases(ctx context.Context) error { return s.renewLeases(ct
 // KnownSQL is the statement that finds which of a turn's message ids a
 // thread already holds.
 const KnownSQL = knownSQL
+
+// The statements of a turn, for TestPlansOutlastTinyTables.
+const (
+	ThreadSQL   = threadSQL
+	TailSQL     = tailSQL
+	AnsweredSQL = answeredSQL
+	NumberSQL   = numberSQL
+	UsedSQL     = usedSQL
+)
+
+var InsertMessageSQL = insertMessageSQL

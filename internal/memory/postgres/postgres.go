@@ -82,6 +82,18 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: 2 * time.Second}
 	}
+	// Every statement of the store is meant to be an index lookup. A plan
+	// made while a table was analysed (or vacuumed) at a page or three
+	// scans the table instead, and the connections keep such plans cached
+	// until the table is analysed again, while it grows: up to a minute of
+	// autovacuum's nap on a busy new database, each turn reading whole
+	// tables. Without sequential scans, the plans stay index lookups
+	// whatever the statistics were (TestPlansOutlastTinyTables); what it
+	// costs is an index lookup where a scan of one page would have done.
+	// The URL may still set it.
+	if _, set := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; !set {
+		cfg.ConnConfig.RuntimeParams["enable_seqscan"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -190,7 +202,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Used(ctx context.Context, resourceID, day string) (int64, float64, error) {
 	var n int64
 	var cost float64
-	err := s.pool.QueryRow(ctx, `SELECT tokens, cost FROM usage WHERE resource_id = $1 AND day = $2::date`, resourceID, day).Scan(&n, &cost)
+	err := s.pool.QueryRow(ctx, usedSQL, resourceID, day).Scan(&n, &cost)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, nil
 	}
@@ -256,7 +268,7 @@ const threadCols = `id, resource_id, title, metadata, created_at, updated_at, by
 
 // Thread implements memory.Store.
 func (s *Store) Thread(ctx context.Context, id string) (memory.Thread, error) {
-	return scanThread(s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, id))
+	return scanThread(s.pool.QueryRow(ctx, threadSQL, id))
 }
 
 // Threads implements memory.Store.
@@ -625,7 +637,7 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
 			t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt))
-		b.Queue(`SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id)
+		b.Queue(threadSQL, t.id)
 		b.Queue(tailSQL, t.id, max(n, 0))
 		b.Queue(knownSQL, t.id, ids)
 		var tail []memory.Message
@@ -677,7 +689,7 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 }
 
 func (t *turn) Thread(ctx context.Context) (memory.Thread, error) {
-	return scanThread(t.s.pool.QueryRow(ctx, `SELECT `+threadCols+` FROM threads WHERE id = $1`, t.id))
+	return scanThread(t.s.pool.QueryRow(ctx, threadSQL, t.id))
 }
 
 func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
@@ -731,7 +743,7 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 	// when it raises. In it: the answered marks, the reply, the usage.
 	var b pgx.Batch
 	b.Queue(releaseSQL, t.id, t.owner)
-	b.Queue(`UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING `+messageCols, t.id)
+	b.Queue(answeredSQL, t.id)
 	readAppend := queueAppend(&b, t.id, []memory.Message{reply})
 	counted := u.Counts()
 	if counted {
@@ -805,6 +817,16 @@ const (
 		LATERAL (SELECT 1 FROM messages m WHERE m.thread_id = $1 AND m.id = k.id LIMIT 1) AS found`
 )
 
+// The other statements of a turn, named for TestPlansOutlastTinyTables.
+const (
+	threadSQL = `SELECT ` + threadCols + ` FROM threads WHERE id = $1`
+	// answeredSQL marks the thread's pending messages answered.
+	answeredSQL = `UPDATE messages SET pending = false WHERE thread_id = $1 AND pending RETURNING ` + messageCols
+	// numberSQL makes room for $1 messages after the thread's last.
+	numberSQL = `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`
+	usedSQL   = `SELECT tokens, cost FROM usage WHERE resource_id = $1 AND day = $2::date`
+)
+
 // collectKnown reads the ids knownSQL found.
 func collectKnown(rows pgx.Rows, err error) (map[string]bool, error) {
 	if err != nil {
@@ -854,7 +876,13 @@ func appendCommit(ctx context.Context, conn *pgxpool.Conn, threadID string, msgs
 	return out, err
 }
 
-var messageInsertCols = []string{"thread_id", "seq", "id", "role", "text", "model", "pending", "run_id", "created_at"}
+var (
+	messageInsertCols = []string{"thread_id", "seq", "id", "role", "text", "model", "pending", "run_id", "created_at"}
+	// insertMessageSQL inserts a message numbered $9 before the thread's
+	// last (numberSQL made room for it).
+	insertMessageSQL = `INSERT INTO messages (` + strings.Join(messageInsertCols, ", ") + `)
+		VALUES ($1, (SELECT last_seq FROM threads WHERE id = $1) - $9, $2, $3, $4, $5::json, $6, $7, $8)`
+)
 
 // queueAppend queues onto b the statements that number msgs after the
 // thread's last message and insert them; read reads their results from the
@@ -863,12 +891,9 @@ var messageInsertCols = []string{"thread_id", "seq", "id", "role", "text", "mode
 // the numbering's answer.
 func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read func(br pgx.BatchResults) ([]memory.Message, error)) {
 	latest, size := extent(msgs)
-	b.Queue(`UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,
-		len(msgs), memory.Micro(latest), threadID, size)
+	b.Queue(numberSQL, len(msgs), memory.Micro(latest), threadID, size)
 	for i, m := range msgs {
-		b.Queue(`INSERT INTO messages (`+strings.Join(messageInsertCols, ", ")+`)
-			VALUES ($1, (SELECT last_seq FROM threads WHERE id = $1) - $9, $2, $3, $4, $5::json, $6, $7, $8)`,
-			threadID, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, memory.Micro(m.CreatedAt), int64(len(msgs)-1-i))
+		b.Queue(insertMessageSQL, threadID, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, memory.Micro(m.CreatedAt), int64(len(msgs)-1-i))
 	}
 	return func(br pgx.BatchResults) ([]memory.Message, error) {
 		var last int64
@@ -893,7 +918,7 @@ func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read fun
 func copyMessages(ctx context.Context, tx *pgxpool.Conn, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	latest, size := extent(msgs)
 	var last int64
-	err := tx.QueryRow(ctx, `UPDATE threads SET last_seq = last_seq + $1, updated_at = greatest(updated_at, $2), bytes = bytes + $4 WHERE id = $3 RETURNING last_seq`,
+	err := tx.QueryRow(ctx, numberSQL,
 		len(msgs), memory.Micro(latest), threadID, size).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)

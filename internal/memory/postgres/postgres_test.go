@@ -20,20 +20,27 @@ import (
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
-// harness has no Settle step. After VACUUM ANALYZE of a seeded 10-message
-// thread, the plans each connection caches for the turn's statements are
-// made for a messages table of one page (the answer's update of pending
-// messages scans the table), and they stay while BenchmarkTurn grows the
-// table by thousands of rows with no ANALYZE to replace them: a turn took
-// 1.4 ms instead of 0.65 (a deployment's autovacuum analyses a table again
-// as it grows, and each ANALYZE makes the connections plan anew). A table
-// never vacuumed or analysed is planned as ten pages at least, where the
-// indexes win.
+// harness's Settle analyses the seeded tables, as autovacuum does after a
+// bulk load, so that the benchmarks measure the plans of a deployment's
+// analysed tables. The plans each connection then caches are made for a
+// messages table of one page (a seeded 10-message thread), and stay while
+// BenchmarkTurn grows it by thousands of rows; the store's connections
+// plan without sequential scans, so they stay index lookups
+// (TestPlansOutlastTinyTables). With sequential scans allowed, a turn took
+// 1.4 ms instead of 0.65 here.
 func harness() memorytest.Harness {
-	return memorytest.Harness{SharedLocks: true, Fresh: func(t testing.TB) func(ctx context.Context) (memory.Store, error) {
-		url := pgtest.URL(t)
-		return func(ctx context.Context) (memory.Store, error) { return postgres.Open(ctx, url) }
-	}}
+	return memorytest.Harness{
+		SharedLocks: true,
+		Fresh: func(t testing.TB) func(ctx context.Context) (memory.Store, error) {
+			url := pgtest.URL(t)
+			return func(ctx context.Context) (memory.Store, error) { return postgres.Open(ctx, url) }
+		},
+		Settle: func(tb testing.TB, s memory.Store) {
+			if _, err := s.(*postgres.Store).Pool().Exec(context.Background(), `VACUUM ANALYZE threads, messages`); err != nil {
+				tb.Fatal(err)
+			}
+		},
+	}
 }
 
 func TestStore(t *testing.T) { memorytest.Run(t, harness()) }
@@ -526,7 +533,7 @@ func TestKnownLooksIdsUp(t *testing.T) {
 		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+execute).Scan(&plan); err != nil {
 			t.Fatal(err)
 		}
-		read := plan[0].Plan.messagesRead()
+		read := plan[0].Plan.rowsRead("messages")
 		if read > 2*len(ids) {
 			b, _ := json.MarshalIndent(plan, "", " ")
 			t.Errorf("%s: the plan reads %d rows of messages for %d ids in a thread of %d:\n%s", mode, read, len(ids), long, b)
@@ -557,15 +564,142 @@ type explainNode struct {
 	Plans     []explainNode `json:"Plans"`
 }
 
-// messagesRead counts the rows the plan's nodes on messages and its
-// indexes produced or threw away.
-func (n explainNode) messagesRead() int {
+// rowsRead counts the rows the plan's nodes on table and its indexes
+// produced or threw away.
+func (n explainNode) rowsRead(table string) int {
 	total := 0
-	if n.Relation == "messages" || strings.HasPrefix(n.Index, "messages") {
+	if n.Relation == table || strings.HasPrefix(n.Index, table) {
 		total += int(n.Rows*n.Loops + n.Filtered + n.Rechecked)
 	}
 	for _, c := range n.Plans {
-		total += c.messagesRead()
+		total += c.rowsRead(table)
 	}
 	return total
+}
+
+// TestSequentialScansOff: the store's connections plan without sequential
+// scans (TestPlansOutlastTinyTables says why), unless its URL says
+// otherwise.
+func TestSequentialScansOff(t *testing.T) {
+	for params, want := range map[string]string{"": "off", "&enable_seqscan=on": "on"} {
+		var got string
+		if err := openStore(t, params).Pool().QueryRow(context.Background(), `SHOW enable_seqscan`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("URL parameters %q: enable_seqscan is %s, want %s", params, got, want)
+		}
+	}
+}
+
+// TestPlansOutlastTinyTables: the plans a connection of the store caches
+// for a turn's statements while its tables are a page or two (a new
+// database that autovacuum analysed early) stay index lookups as the
+// tables grow. With sequential scans allowed, as PostgreSQL's default has
+// them, some of those plans scan the table, and go on scanning it until it
+// is analysed again: checked here too, so that the test shows the setting
+// is what keeps them lookups.
+func TestPlansOutlastTinyTables(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	exec := func(q string) {
+		t.Helper()
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	// Only this test's ANALYZE may make the connection plan again.
+	for _, table := range []string{"threads", "messages", "usage"} {
+		exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = false)`)
+	}
+	// Tiny: three threads of two messages, one of them waiting for a
+	// reply, and a day's usage; analysed.
+	for _, q := range []string{
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, 'u', now(), now(), 2 FROM generate_series(1, 3) i`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, pending, created_at)
+			SELECT 't' || i, s, 't' || i || '-' || s, 'user', 'hi', '[]', s = 2, now() FROM generate_series(1, 3) i, generate_series(1, 2) s`,
+		`INSERT INTO usage (resource_id, day, tokens) VALUES ('u', current_date, 10)`,
+		`ANALYZE threads`, `ANALYZE messages`, `ANALYZE usage`,
+		`SET plan_cache_mode = force_generic_plan`,
+	} {
+		exec(q)
+	}
+	type statement struct {
+		name, sql, table string
+		args             func(thread string, i int) string
+	}
+	statements := []statement{
+		{"thread", postgres.ThreadSQL, "threads", func(th string, _ int) string { return `'` + th + `'` }},
+		{"tail", postgres.TailSQL, "messages", func(th string, _ int) string { return `'` + th + `', 20` }},
+		{"known", postgres.KnownSQL, "messages", func(th string, _ int) string { return `'` + th + `', '{` + th + `-1,new}'` }},
+		{"number", postgres.NumberSQL, "threads", func(th string, _ int) string { return `1, now(), '` + th + `', 10` }},
+		{"insert", postgres.InsertMessageSQL, "threads", func(th string, i int) string {
+			return fmt.Sprintf(`'%s', 'x%d', 'assistant', 'hello', '[]', false, '', now(), 0`, th, i)
+		}},
+		{"answered", postgres.AnsweredSQL, "messages", func(th string, _ int) string { return `'` + th + `'` }},
+		{"used", postgres.UsedSQL, "usage", func(th string, _ int) string { return `'` + th + `', current_date` }},
+	}
+	// Each statement twice: planned with sequential scans allowed, and
+	// with the store's own settings. A generic plan is made at its
+	// statement's first execution and kept.
+	modes := []string{"on", "store"}
+	for m, mode := range modes {
+		if mode == "on" {
+			exec(`SET enable_seqscan = on`)
+		} else {
+			exec(`RESET enable_seqscan`) // to what the store's connections start with
+		}
+		for i, st := range statements {
+			exec(`PREPARE ` + mode + `_` + st.name + ` AS ` + st.sql)
+			exec(`EXECUTE ` + mode + `_` + st.name + `(` + st.args("t1", 10*m+i) + `)`)
+		}
+	}
+	// Grown, not analysed again: 20,000 threads of three messages, as many
+	// days of usage. On another connection: this one's plan for the
+	// messages' foreign key check, made with sequential scans allowed,
+	// would scan the threads for each message inserted.
+	other, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	for _, q := range []string{
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 'g' || i, 'u', now(), now(), 3 FROM generate_series(1, 20000) i`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, pending, created_at)
+			SELECT 'g' || i, s, 'g' || i || '-' || s, 'user', 'hi', '[]', s = 3, now() FROM generate_series(1, 20000) i, generate_series(1, 3) s`,
+		`INSERT INTO usage (resource_id, day, tokens) SELECT 'g' || i, current_date, 1 FROM generate_series(1, 20000) i`,
+	} {
+		if _, err := other.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	const most = 50 // a lookup reads a few rows; a scan, tens of thousands
+	scanned := 0
+	for m, mode := range modes {
+		for i, st := range statements {
+			// One grown thread a mode: the insert goes where the number made room.
+			q := `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ` + mode + `_` + st.name + `(` + st.args(fmt.Sprint("g", 100+m), 100+10*m+i) + `)`
+			var plan []struct{ Plan explainNode }
+			if err := conn.QueryRow(ctx, q).Scan(&plan); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+			read := plan[0].Plan.rowsRead(st.table)
+			switch {
+			case mode == "store" && read > most:
+				b, _ := json.MarshalIndent(plan, "", " ")
+				t.Errorf("%s: the cached plan reads %d rows of %s:\n%s", st.name, read, st.table, b)
+			case mode == "on" && read > most:
+				scanned++
+			}
+		}
+	}
+	if scanned == 0 {
+		t.Errorf("with sequential scans allowed, no cached plan read more than %d rows: the test no longer shows what the store's setting prevents", most)
+	}
+	t.Logf("with sequential scans allowed, %d of %d cached plans scanned their table", scanned, len(statements))
 }
