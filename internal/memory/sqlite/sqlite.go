@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
@@ -58,6 +59,21 @@ type Store struct {
 	closing          chan struct{}
 	committed        chan struct{}
 	checkpointerDone chan struct{}
+	// The write-ahead log is started over when it passes its limit
+	// (writer.go): the checkpointer sets restart, the next commit's
+	// leader tries and says on restarted whether it could.
+	log       logOptions
+	frameSize int64
+	restart   atomic.Bool
+	restarted chan bool
+}
+
+// logOptions are the write-ahead log's limit in bytes and the least time
+// between two background checkpoints (LogLimit and checkpointEvery;
+// tests make them smaller).
+type logOptions struct {
+	limit int64
+	every time.Duration
 }
 
 // MaxConns bounds the connections to the file: requests beyond it wait for
@@ -69,6 +85,10 @@ var _ memory.Store = (*Store)(nil)
 // Open opens (creating it and its directory when missing) the database file
 // at path and brings its schema up to date.
 func Open(ctx context.Context, path string) (*Store, error) {
+	return open(ctx, path, logOptions{limit: LogLimit, every: checkpointEvery})
+}
+
+func open(ctx context.Context, path string, lo logOptions) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: no database file given")
 	}
@@ -94,6 +114,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	// Checkpoints run in the background, not in the commits that take the
 	// write-ahead log past a size (runCheckpointer).
 	q.Add("_pragma", "wal_autocheckpoint(0)")
+	// A commit after the log was started over cuts its file back to the
+	// limit (restartLog).
+	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", lo.limit))
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
@@ -102,7 +125,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxOpenConns(MaxConns)
 	// Idle connections keep their prepared statements.
 	db.SetMaxIdleConns(MaxConns)
-	s := &Store{db: db}
+	s := &Store{db: db, log: lo}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrating %s: %w", path, err)
@@ -111,7 +134,14 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: preparing statements: %w", err)
 	}
+	var page int64
+	if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&page); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: reading the page size: %w", err)
+	}
+	s.frameSize = page + walFrameHeader
 	s.closing, s.committed, s.checkpointerDone = make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
+	s.restarted = make(chan bool, 1)
 	go s.runCheckpointer()
 	return s, nil
 }
