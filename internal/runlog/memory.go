@@ -85,7 +85,11 @@ type run struct {
 
 	mu      sync.Mutex
 	entries []stored // entries[i] has Seq i+1; elements are never modified
-	size    int      // bytes of data in entries
+	// Once the values are dropped, the entries are packed: entry i's data
+	// is packed[ends[i-1]:ends[i]], and entries is nil.
+	packed  []byte
+	ends    []int
+	size    int // bytes of data in the entries
 	ended   bool
 	endedAt time.Time
 	wake    chan struct{}        // closed and replaced by each Append and by End
@@ -99,6 +103,32 @@ type run struct {
 type stored struct {
 	data  []byte
 	value any
+}
+
+// view is a run's entries as they were at one moment: what was appended
+// since is not in it. Neither the entries nor the packed ones are ever
+// modified, so a view is read without the run's lock.
+type view struct {
+	entries []stored
+	packed  []byte
+	ends    []int
+}
+
+// view returns the run's entries now. r.mu is held.
+func (r *run) view() view { return view{r.entries, r.packed, r.ends} }
+
+func (v view) len() int { return len(v.entries) + len(v.ends) }
+
+// at returns entry i's data and value (Seq i+1).
+func (v view) at(i int) ([]byte, any) {
+	if v.entries != nil {
+		return v.entries[i].data, v.entries[i].value
+	}
+	start := 0
+	if i > 0 {
+		start = v.ends[i-1]
+	}
+	return v.packed[start:v.ends[i]:v.ends[i]], nil
 }
 
 // NewMemory returns an empty log.
@@ -228,23 +258,22 @@ func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) 
 	next := max(after, 0) // the Seq of the last entry yielded
 	for {
 		r.mu.Lock()
-		var batch []stored
-		if next < int64(len(r.entries)) {
-			batch = r.entries[next:]
-		}
+		v := r.view()
 		ended, wake := r.ended, r.wake
 		r.mu.Unlock()
-		for i, e := range batch {
+		n := int64(v.len())
+		batch := next < n
+		for ; next < n; next++ {
 			if err := ctx.Err(); err != nil {
 				yield(Entry{}, err)
 				return
 			}
-			next++
-			if !yield(Entry{Seq: next, Data: e.data, Value: e.value, More: i < len(batch)-1}, nil) {
+			data, value := v.at(int(next))
+			if !yield(Entry{Seq: next + 1, Data: data, Value: value, More: next < n-1}, nil) {
 				return
 			}
 		}
-		if len(batch) > 0 {
+		if batch {
 			continue
 		}
 		if ended {
@@ -353,12 +382,21 @@ func (w *memWriter) End(context.Context) error {
 // when no such follower reads, else when the last of them stops (followers
 // that begin after End do not count). A new slice, as followers may be
 // reading the old one, values and all. r.mu is held.
+//
+// The data go into one array too, with their ends in another: neither
+// holds a pointer, so the garbage collector neither marks the entries
+// one by one nor scans them, and they take about their bytes. Kept
+// entry by entry, the runs a busy instance retains took twice their
+// bytes of heap, and the collector went through each of their entries
+// in every cycle.
 func (r *run) dropValues() {
-	kept := make([]stored, len(r.entries))
+	packed := make([]byte, 0, r.size)
+	ends := make([]int, len(r.entries))
 	for i, e := range r.entries {
-		kept[i] = stored{data: e.data}
+		packed = append(packed, e.data...)
+		ends[i] = len(packed)
 	}
-	r.entries = kept
+	r.entries, r.packed, r.ends = nil, packed, ends
 }
 
 // Cancelled is done once Cancel was called.

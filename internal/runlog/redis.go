@@ -511,12 +511,12 @@ func (w *redisWriter) End(ctx context.Context) error {
 func (w *redisWriter) next() (batch, bool) {
 	rn := w.r
 	rn.mu.Lock()
-	entries, ended, endedAt := rn.entries, rn.ended, rn.endedAt
+	entries, ended, endedAt := rn.view(), rn.ended, rn.endedAt
 	rn.mu.Unlock()
 	if w.log.ctx.Err() != nil {
 		return batch{}, false
 	}
-	if w.metaSent && w.flushed >= int64(len(entries)) && (!ended || w.endSent) {
+	if w.metaSent && w.flushed >= int64(entries.len()) && (!ended || w.endSent) {
 		return batch{}, false
 	}
 	b := batch{first: w.flushed + 1, ttl: w.log.maxRunTime + w.m.retention}
@@ -528,14 +528,15 @@ func (w *redisWriter) next() (batch, bool) {
 		}
 	}
 	size := 0
-	for _, e := range entries[w.flushed:] {
-		if len(b.data) == writeEntries || (len(b.data) > 0 && size+len(e.data) > writeBytes) {
+	for i := int(w.flushed); i < entries.len(); i++ {
+		data, _ := entries.at(i)
+		if len(b.data) == writeEntries || (len(b.data) > 0 && size+len(data) > writeBytes) {
 			break
 		}
-		b.data = append(b.data, e.data)
-		size += len(e.data)
+		b.data = append(b.data, data)
+		size += len(data)
 	}
-	b.end = ended && w.flushed+int64(len(b.data)) == int64(len(entries))
+	b.end = ended && w.flushed+int64(len(b.data)) == int64(entries.len())
 	return b, true
 }
 
