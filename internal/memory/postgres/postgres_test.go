@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/memory/memorytest"
@@ -478,6 +479,28 @@ func openStore(t *testing.T, params string) *postgres.Store {
 	return s
 }
 
+// acquire takes a connection of s's pool, released at the test's end.
+func acquire(t *testing.T, s *postgres.Store) *pgxpool.Conn {
+	t.Helper()
+	conn, err := s.Pool().Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	return conn
+}
+
+// execAll runs each statement on conn, in order; the first that fails
+// ends the test.
+func execAll(t *testing.T, conn *pgxpool.Conn, statements ...string) {
+	t.Helper()
+	for _, q := range statements {
+		if _, err := conn.Exec(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // TestKnownLooksIdsUp: finding which of a request's message ids a thread
 // holds reads those ids from the (thread_id, id) index, whatever the
 // thread's length, in the plans PostgreSQL makes with a deployment's
@@ -489,27 +512,18 @@ func openStore(t *testing.T, params string) *postgres.Store {
 // generic plan).
 func TestKnownLooksIdsUp(t *testing.T) {
 	ctx := context.Background()
-	s := openStore(t, "")
-	conn, err := s.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
+	conn := acquire(t, openStore(t, ""))
 	const long = 3000
-	for _, q := range []string{
+	execAll(t, conn,
 		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, 'u', now(), now(), 10 FROM generate_series(1, 20000) i`,
-		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) VALUES ('long', 'u', now(), now(), ` + fmt.Sprint(long) + `)`,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) VALUES ('long', 'u', now(), now(), `+fmt.Sprint(long)+`)`,
 		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
 			SELECT 't' || i, s, 't' || i || '-' || s, 'user', 'hi', '[]', now() FROM generate_series(1, 20000) i, generate_series(1, 10) s`,
 		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
-			SELECT 'long', s, 'long-' || s, 'user', 'hi', '[]', now() FROM generate_series(1, ` + fmt.Sprint(long) + `) s`,
+			SELECT 'long', s, 'long-' || s, 'user', 'hi', '[]', now() FROM generate_series(1, `+fmt.Sprint(long)+`) s`,
 		`ANALYZE threads`,
 		`ANALYZE messages`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	ids := []string{"long-1", fmt.Sprint("long-", long), "new-1", "new-2", "new-3", "new-4"}
 	// EXPLAIN takes no parameters: the ids go in as an array literal.
 	array := "'{" + strings.Join(ids, ",") + "}'"
@@ -519,15 +533,9 @@ func TestKnownLooksIdsUp(t *testing.T) {
 		// A statement of its own for each mode: its plan cache starts empty.
 		name := "known_" + mode
 		execute := `EXECUTE ` + name + `('long', ` + array + `)`
-		for _, q := range []string{`SET plan_cache_mode = ` + mode, `PREPARE ` + name + ` AS ` + postgres.KnownSQL} {
-			if _, err := conn.Exec(ctx, q); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
+		execAll(t, conn, `SET plan_cache_mode = `+mode, `PREPARE `+name+` AS `+postgres.KnownSQL)
 		for i := range 6 {
-			if _, err := conn.Exec(ctx, fmt.Sprintf(`EXECUTE %s('t%d', '{t%d-1,new-1}')`, name, i+1, i+1)); err != nil {
-				t.Fatal(err)
-			}
+			execAll(t, conn, fmt.Sprintf(`EXECUTE %s('t%d', '{t%d-1,new-1}')`, name, i+1, i+1))
 		}
 		var plan []struct{ Plan explainNode }
 		if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+execute).Scan(&plan); err != nil {
@@ -602,33 +610,21 @@ func TestSequentialScansOff(t *testing.T) {
 func TestPlansOutlastTinyTables(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
-	conn, err := s.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	exec := func(q string) {
-		t.Helper()
-		if _, err := conn.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	conn := acquire(t, s)
 	// Only this test's ANALYZE may make the connection plan again.
 	for _, table := range []string{"threads", "messages", "usage"} {
-		exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = false)`)
+		execAll(t, conn, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`)
 	}
 	// Tiny: three threads of two messages, one of them waiting for a
 	// reply, and a day's usage; analysed.
-	for _, q := range []string{
+	execAll(t, conn,
 		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, 'u', now(), now(), 2 FROM generate_series(1, 3) i`,
 		`INSERT INTO messages (thread_id, seq, id, role, text, model, pending, created_at)
 			SELECT 't' || i, s, 't' || i || '-' || s, 'user', 'hi', '[]', s = 2, now() FROM generate_series(1, 3) i, generate_series(1, 2) s`,
 		`INSERT INTO usage (resource_id, day, tokens) VALUES ('u', current_date, 10)`,
 		`ANALYZE threads`, `ANALYZE messages`, `ANALYZE usage`,
 		`SET plan_cache_mode = force_generic_plan`,
-	} {
-		exec(q)
-	}
+	)
 	type statement struct {
 		name, sql, table string
 		args             func(thread string, i int) string
@@ -650,34 +646,26 @@ func TestPlansOutlastTinyTables(t *testing.T) {
 	modes := []string{"on", "store"}
 	for m, mode := range modes {
 		if mode == "on" {
-			exec(`SET enable_seqscan = on`)
+			execAll(t, conn, `SET enable_seqscan = on`)
 		} else {
-			exec(`RESET enable_seqscan`) // to what the store's connections start with
+			execAll(t, conn, `RESET enable_seqscan`) // to what the store's connections start with
 		}
 		for i, st := range statements {
-			exec(`PREPARE ` + mode + `_` + st.name + ` AS ` + st.sql)
-			exec(`EXECUTE ` + mode + `_` + st.name + `(` + st.args("t1", 10*m+i) + `)`)
+			execAll(t, conn,
+				`PREPARE `+mode+`_`+st.name+` AS `+st.sql,
+				`EXECUTE `+mode+`_`+st.name+`(`+st.args("t1", 10*m+i)+`)`)
 		}
 	}
 	// Grown, not analysed again: 20,000 threads of three messages, as many
 	// days of usage. On another connection: this one's plan for the
 	// messages' foreign key check, made with sequential scans allowed,
 	// would scan the threads for each message inserted.
-	other, err := s.Pool().Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Release()
-	for _, q := range []string{
+	execAll(t, acquire(t, s),
 		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 'g' || i, 'u', now(), now(), 3 FROM generate_series(1, 20000) i`,
 		`INSERT INTO messages (thread_id, seq, id, role, text, model, pending, created_at)
 			SELECT 'g' || i, s, 'g' || i || '-' || s, 'user', 'hi', '[]', s = 3, now() FROM generate_series(1, 20000) i, generate_series(1, 3) s`,
 		`INSERT INTO usage (resource_id, day, tokens) SELECT 'g' || i, current_date, 1 FROM generate_series(1, 20000) i`,
-	} {
-		if _, err := other.Exec(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	)
 	const most = 50 // a lookup reads a few rows; a scan, tens of thousands
 	scanned := 0
 	for m, mode := range modes {

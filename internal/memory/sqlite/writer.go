@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
@@ -209,20 +210,23 @@ const walFrameHeader = 24
 // reports whether the log was started over.
 func (s *Store) restartLog() bool {
 	ctx := context.Background()
-	busy, err := func() (int64, error) {
-		c, err := s.db.Conn(ctx)
-		if err != nil {
-			return 0, err
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	if _, err := c.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, restartWait.Milliseconds())); err != nil {
+		return false
+	}
+	defer func() {
+		if _, err := c.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, BusyTimeout.Milliseconds())); err != nil {
+			// Not back into the pool with the short wait: the
+			// connection is closed instead.
+			_ = c.Raw(func(any) error { return driver.ErrBadConn })
 		}
-		defer c.Close()
-		if _, err := c.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, restartWait.Milliseconds())); err != nil {
-			return 0, err
-		}
-		defer c.ExecContext(ctx, fmt.Sprintf(`PRAGMA busy_timeout = %d`, BusyTimeout.Milliseconds()))
-		var busy, frames, copied int64
-		err = c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
-		return busy, err
 	}()
+	var busy, frames, copied int64
+	err = c.QueryRowContext(ctx, `PRAGMA wal_checkpoint(RESTART)`).Scan(&busy, &frames, &copied)
 	return err == nil && busy == 0
 }
 
