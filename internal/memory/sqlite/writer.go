@@ -201,7 +201,7 @@ const walFrameHeader = 24
 // back to the limit. The background checkpoints copy the log's pages, but
 // SQLite starts the log over only when a write begins after every page
 // was copied, which a store that is never idle does not see: under the
-// comparison's load the log grew by every commit, 3.2 GB in two minutes for
+// comparison's load the log grew by every commit, 3.2 GB in a minute for
 // a database of 300 MB. The leader does it before its commit, so that no
 // write waits for another's lock meanwhile: the writes queue behind it,
 // a few milliseconds once per LogLimit written. It waits for the reads

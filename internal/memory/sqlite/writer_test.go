@@ -329,8 +329,8 @@ func TestCloseWaitsForWrites(t *testing.T) {
 // checkpoints copy its pages into the database, but SQLite starts the log
 // over only when a write begins while every page of it has been copied,
 // which a store never idle does not see: the log grew by every commit
-// (3.2 GB in two minutes of the comparison's load, for a database of 300
-// MB).
+// (3.2 GB in a minute of the comparison's generate load, for a database
+// of 300 MB).
 func TestLogStaysBounded(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
