@@ -262,7 +262,7 @@ func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) 
 		ended, wake := r.ended, r.wake
 		r.mu.Unlock()
 		n := int64(v.len())
-		batch := next < n
+		pending := next < n // entries to yield before looking again
 		for ; next < n; next++ {
 			if err := ctx.Err(); err != nil {
 				yield(Entry{}, err)
@@ -273,7 +273,7 @@ func (r *run) follow(ctx context.Context, after int64, yield func(Entry, error) 
 				return
 			}
 		}
-		if batch {
+		if pending {
 			continue
 		}
 		if ended {

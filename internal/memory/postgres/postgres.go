@@ -918,8 +918,7 @@ func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read fun
 func copyMessages(ctx context.Context, tx *pgxpool.Conn, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	latest, size := extent(msgs)
 	var last int64
-	err := tx.QueryRow(ctx, numberSQL,
-		len(msgs), memory.Micro(latest), threadID, size).Scan(&last)
+	err := tx.QueryRow(ctx, numberSQL, len(msgs), memory.Micro(latest), threadID, size).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}

@@ -117,7 +117,8 @@ func (s *Store) handOn() {
 }
 
 func (s *Store) commitGroup(group []*write) {
-	if s.restart.Swap(false) {
+	// A load first: the swap writes, and the flag is almost always clear.
+	if s.restart.Load() && s.restart.Swap(false) {
 		s.restarted <- s.restartLog()
 	}
 	results := make([]error, len(group))
