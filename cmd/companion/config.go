@@ -148,6 +148,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	str(&cfg.MetricsAddr, setting{"metrics-addr", "COMPANION_METRICS_ADDR", "serve /metrics on this address alone, not on the API's"}, "")
 	str(&cfg.StreamFormat, setting{"stream-format", "COMPANION_STREAM_FORMAT", "stream dialect of requests that name none (X-Stream-Format): seed, mastra or ai-sdk"}, "seed")
 	dur(&cfg.StreamRetention, setting{"stream-retention", "COMPANION_STREAM_RETENTION", "how long a streamed run's events stay to be resumed after it ended"}, def.StreamRetention)
+	num(&cfg.StreamRetainedBytes, setting{"stream-retained-bytes", "COMPANION_STREAM_RETAINED_BYTES", "most bytes of ended runs' events this instance keeps to be resumed, all runs together; the oldest go first"}, def.StreamRetainedBytes)
 	dur(&cfg.ResumeGrace, setting{"resume-grace", "COMPANION_RESUME_GRACE", "how long a run goes on after its stream broke, waiting to be resumed (0: cancel it at once)"}, def.ResumeGrace)
 	boolean(&cfg.WebUI, setting{"web-ui", "COMPANION_WEB_UI", "serve the web chat page at /"}, def.WebUI)
 	dur(&cfg.ShutdownDelay, setting{"shutdown-delay", "COMPANION_SHUTDOWN_DELAY", "how long /ready answers 503 after SIGTERM before the listener closes"}, 0)
@@ -212,6 +213,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		{cfg.RateLimit < 0 || cfg.TokenQuota < 0 || !(cfg.CostQuota >= 0), "rate limit, token quota and cost quota must not be negative"},
 		{cfg.ShutdownDelay < 0, "shutdown delay must not be negative"},
 		{cfg.StreamRetention <= 0 || cfg.ResumeGrace < 0, "stream retention must be positive and resume grace not negative"},
+		{cfg.StreamRetainedBytes < 1, "stream retained bytes must be at least 1"},
 		{cfg.StreamFormat != "seed" && cfg.StreamFormat != "mastra" && cfg.StreamFormat != "ai-sdk", "stream format must be seed, mastra or ai-sdk"},
 		{strings.TrimSpace(cfg.JWTResourceClaim) == "", "the JWT resource claim must not be empty"},
 	} {

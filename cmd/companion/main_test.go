@@ -236,6 +236,21 @@ func TestConfig(t *testing.T) {
 		{name: "bad OTLP protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json" is not supported`},
 		{name: "bad database url", args: []string{"-database-url", "mysql://x"}, wantErr: "database URL must start with sqlite:// or postgres://"},
 		{name: "sqlite url without a file", args: []string{"-database-url", "sqlite://"}, wantErr: "names no file"},
+		{name: "stream retention", env: map[string]string{"COMPANION_STREAM_RETAINED_BYTES": "1048576"}, args: []string{"-stream-retention", "1m"}, check: func(t *testing.T, c string) {
+			for _, want := range []string{"StreamRetention:1m0s", "StreamRetainedBytes:1048576"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "stream retention defaults", check: func(t *testing.T, c string) {
+			for _, want := range []string{"StreamRetention:5m0s", "StreamRetainedBytes:67108864"} {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
+		}},
+		{name: "no stream retained bytes", args: []string{"-stream-retained-bytes", "0"}, wantErr: "stream retained bytes must be at least 1"},
 		{name: "negative history window", args: []string{"-history-window", "-1"}, wantErr: "history window must not be negative"},
 		{name: "bad env number", env: map[string]string{"COMPANION_MAX_STEPS": "many"}, wantErr: `$COMPANION_MAX_STEPS: "many" is not a whole number`},
 		{name: "bad env duration", env: map[string]string{"COMPANION_SHUTDOWN_GRACE": "soon"}, wantErr: `$COMPANION_SHUTDOWN_GRACE: "soon" is not a duration`},

@@ -127,6 +127,10 @@ type Config struct {
 	// last stream broke (0: cancel it at once).
 	StreamRetention time.Duration
 	ResumeGrace     time.Duration
+	// StreamRetainedBytes bounds the events of ended runs this instance
+	// keeps for resuming, all runs together: past it, the runs that ended
+	// first are forgotten before their retention is over.
+	StreamRetainedBytes int
 	// MetricsAddr, when set, serves /metrics on a listener of its own and
 	// not on the API's (cmd/companion opens it).
 	MetricsAddr string
@@ -188,6 +192,7 @@ func Defaults() Config {
 		LockWait:            memory.DefaultLockWait,
 		HistoryBytes:        memory.DefaultHistoryBytes,
 		StreamRetention:     httpapi.DefaultStreamRetention,
+		StreamRetainedBytes: runlog.DefaultMaxRetained,
 		ResumeGrace:         httpapi.DefaultResumeGrace,
 		MaxThreadBytes:      memory.DefaultMaxThreadBytes,
 
@@ -338,7 +343,10 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		rdb = redis.NewClient(opts)
 	}
 	limiter := newRateLimiter(cfg, rdb, log, metrics)
-	runLog := newRunLog(cfg, rdb, log)
+	runLog, local := newRunLog(cfg, rdb, log)
+	if err := telemetry.WatchRunLog(reg, local.Stats); err != nil {
+		return nil, err
+	}
 	a.closeShared = func() {
 		_ = runLog.Close()
 		if rdb != nil {
@@ -414,13 +422,14 @@ func newRateLimiter(cfg Config, rdb *redis.Client, log *slog.Logger, metrics *te
 }
 
 // newRunLog is where streamed runs keep their events: in memory, or also
-// in Redis (rdb) so that any instance can resume or cancel them.
-func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) runlog.Log {
-	local := runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.StreamRetention})
+// in Redis (rdb) so that any instance can resume or cancel them. local is
+// this instance's part, in memory.
+func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) (l runlog.Log, local *runlog.Memory) {
+	local = runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.StreamRetention, MaxRetained: cfg.StreamRetainedBytes})
 	if rdb == nil {
-		return local
+		return local, local
 	}
-	return runlog.NewRedis(rdb, local, runlog.RedisOptions{
+	l = runlog.NewRedis(rdb, local, runlog.RedisOptions{
 		MaxRunTime: cfg.Limits.MaxRunDuration,
 		// Each failed call at debug level; an outage's start and end once.
 		OnError: func(err error) {
@@ -435,6 +444,7 @@ func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) runlog.Log {
 				slog.String("error", err.Error()))
 		},
 	})
+	return l, local
 }
 
 // ready is the readiness check: not ready from the start of a shutdown,

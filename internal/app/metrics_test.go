@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/testkit"
 )
@@ -117,5 +119,48 @@ func TestLogLines(t *testing.T) {
 	all := logs.String()
 	if strings.Contains(all, "weather in Berlin") || strings.Contains(all, "temperature") {
 		t.Errorf("the log holds message contents:\n%s", all)
+	}
+}
+
+// TestStreamRetainedBytes: an ended run is kept to be resumed and shows in
+// the run log's gauges; with -stream-retained-bytes below its size it is
+// forgotten at its end.
+func TestStreamRetainedBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		retained int
+		resume   int
+		kept     string
+	}{
+		{"default", 0, http.StatusOK, `companion_stream_runs_kept{state="ended"} 1`},
+		{"one byte", 1, http.StatusNotFound, `companion_stream_runs_kept{state="ended"} 0`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := apptest.Start(t, func(c *app.Config) {
+				if tc.retained > 0 {
+					c.StreamRetainedBytes = tc.retained
+				}
+			})
+			res, body := svc.Post(t, streamPath, ask("How do I start my day well?"))
+			runID := res.Header.Get("X-Run-Id")
+			if res.StatusCode != http.StatusOK || runID == "" || !strings.Contains(string(body), "run-finish") {
+				t.Fatalf("stream: %d, run %q: %s", res.StatusCode, runID, body)
+			}
+			res, body = svc.Do(t, http.MethodGet, "/api/agents/companionAgent/runs/"+runID+"/stream?resourceId=user-7", "")
+			if res.StatusCode != tc.resume {
+				t.Fatalf("resume: %d %s, want %d", res.StatusCode, body, tc.resume)
+			}
+			_, metrics := svc.Do(t, http.MethodGet, "/metrics", "")
+			text := string(metrics)
+			for _, want := range []string{tc.kept, `companion_stream_runs_kept{state="running"} 0`} {
+				if !strings.Contains(text, want) {
+					t.Errorf("/metrics lacks %s", want)
+				}
+			}
+			retained := regexp.MustCompile(`(?m)^companion_stream_retained_bytes (\d+)$`).FindStringSubmatch(text)
+			if retained == nil || (retained[1] == "0") != (tc.resume == http.StatusNotFound) {
+				t.Errorf("/metrics: retained bytes %q", retained)
+			}
+		})
 	}
 }

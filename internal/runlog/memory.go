@@ -214,6 +214,25 @@ func (m *Memory) sweep() {
 
 }
 
+// Stats is what a Memory keeps at one moment.
+type Stats struct {
+	// Running is the runs not yet ended, Ended those kept for their
+	// retention after the end.
+	Running, Ended int
+	// EndedBytes is the bytes of the ended runs' entries, which
+	// MaxRetained bounds.
+	EndedBytes int
+}
+
+// Stats returns what the log keeps now, after forgetting the runs whose
+// retention is over.
+func (m *Memory) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep()
+	return Stats{Running: len(m.runs) - len(m.ended), Ended: len(m.ended), EndedBytes: m.retained}
+}
+
 // Meta returns a run's metadata.
 func (m *Memory) Meta(_ context.Context, runID string) (Meta, error) {
 	r, err := m.lookup(runID)

@@ -147,3 +147,40 @@ func TestMemoryMaxRetained(t *testing.T) {
 	}
 	end(t, live)
 }
+
+// TestMemoryStats: Stats counts the runs in progress and those kept after
+// their end, with the ended runs' bytes, and forgets what is past its
+// retention or past MaxRetained.
+func TestMemoryStats(t *testing.T) {
+	c := newClock()
+	m := runlog.NewMemory(runlog.MemoryOptions{Retention: time.Minute, MaxRetained: 100, Now: c.Now})
+	ctx := ctxFor(t)
+	check := func(want runlog.Stats) {
+		t.Helper()
+		if got := m.Stats(); got != want {
+			t.Fatalf("Stats() = %+v, want %+v", got, want)
+		}
+	}
+	check(runlog.Stats{})
+	live := start(t, m, "live")
+	if _, err := live.Append(ctx, make([]byte, 500), nil); err != nil {
+		t.Fatal(err)
+	}
+	check(runlog.Stats{Running: 1})
+	for i := range 3 {
+		w := start(t, m, fmt.Sprint("run-", i))
+		if _, err := w.Append(ctx, make([]byte, 40), nil); err != nil {
+			t.Fatal(err)
+		}
+		end(t, w)
+		c.Advance(time.Second)
+	}
+	// 120 bytes ended, over the 100 kept: the first run is forgotten.
+	check(runlog.Stats{Running: 1, Ended: 2, EndedBytes: 80})
+	c.Advance(time.Minute - 2*time.Second) // the second run's retention is over
+	check(runlog.Stats{Running: 1, Ended: 1, EndedBytes: 40})
+	// A run of more than MaxRetained is not kept past its end, nor are
+	// those that ended before it.
+	end(t, live)
+	check(runlog.Stats{})
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/runlog"
 )
 
 // This file holds every metric the service exports. Names follow the
@@ -296,4 +297,40 @@ func boundedFinish(r string) string {
 		return r
 	}
 	return "other"
+}
+
+// runLogCollector reads what the run log keeps at each scrape: one Stats
+// call, which also forgets the runs past their retention, for three
+// series.
+type runLogCollector struct {
+	stats          func() runlog.Stats
+	runs, retained *prometheus.Desc
+}
+
+// WatchRunLog exports, from stats at each scrape, the streamed runs whose
+// events this instance keeps (in progress, and ended ones kept to be
+// resumed) and the ended runs' bytes, which -stream-retained-bytes bounds.
+func WatchRunLog(reg prometheus.Registerer, stats func() runlog.Stats) error {
+	return reg.Register(&runLogCollector{
+		stats: stats,
+		runs: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "stream_runs_kept"),
+			"Streamed runs whose events this instance keeps: in progress (state running), and ended ones kept to be resumed (state ended).",
+			[]string{"state"}, nil),
+		retained: prometheus.NewDesc(prometheus.BuildFQName(namespace, "", "stream_retained_bytes"),
+			"Bytes of the events of ended runs this instance keeps to be resumed; -stream-retained-bytes bounds them.", nil, nil),
+	})
+}
+
+// Describe implements prometheus.Collector.
+func (c *runLogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.runs
+	ch <- c.retained
+}
+
+// Collect implements prometheus.Collector.
+func (c *runLogCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.stats()
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(s.Running), "running")
+	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(s.Ended), "ended")
+	ch <- prometheus.MustNewConstMetric(c.retained, prometheus.GaugeValue, float64(s.EndedBytes))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
@@ -158,6 +159,33 @@ func TestHTTPMetrics(t *testing.T) {
 	)
 }
 
+// TestRunLogMetrics: the run log's gauges are read from it at each scrape.
+func TestRunLogMetrics(t *testing.T) {
+	reg, err := telemetry.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := runlog.Stats{Running: 3}
+	if err := telemetry.WatchRunLog(reg, func() runlog.Stats { return stats }); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"companion_stream_retained_bytes 0\ncompanion_stream_runs_kept{state=\"ended\"} 0\ncompanion_stream_runs_kept{state=\"running\"} 3\n",
+		"companion_stream_retained_bytes 4096\ncompanion_stream_runs_kept{state=\"ended\"} 2\ncompanion_stream_runs_kept{state=\"running\"} 1\n",
+	} {
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(runLogHelp+want), "companion_stream_runs_kept", "companion_stream_retained_bytes"); err != nil {
+			t.Error(err)
+		}
+		stats = runlog.Stats{Running: 1, Ended: 2, EndedBytes: 4096}
+	}
+}
+
+const runLogHelp = `# HELP companion_stream_retained_bytes Bytes of the events of ended runs this instance keeps to be resumed; -stream-retained-bytes bounds them.
+# TYPE companion_stream_retained_bytes gauge
+# HELP companion_stream_runs_kept Streamed runs whose events this instance keeps: in progress (state running), and ended ones kept to be resumed (state ended).
+# TYPE companion_stream_runs_kept gauge
+`
+
 // TestMetricNamesFollowConventions runs promlint, Prometheus's own checker
 // of names, units, suffixes and help texts, over every family.
 func TestMetricNamesFollowConventions(t *testing.T) {
@@ -181,6 +209,9 @@ func TestMetricNamesFollowConventions(t *testing.T) {
 	m.StreamOpened()
 	m.StreamFirstEvent(time.Millisecond)
 	m.StreamFirstText(time.Millisecond)
+	if err := telemetry.WatchRunLog(reg, func() runlog.Stats { return runlog.Stats{} }); err != nil {
+		t.Fatal(err)
+	}
 	problems, err := testutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
