@@ -15,6 +15,7 @@ import (
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/limits/redistest"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 )
 
@@ -71,6 +72,17 @@ func BenchmarkStreamSQLite(b *testing.B) {
 
 func BenchmarkGeneratePostgres(b *testing.B) {
 	benchTurns(b, pgtest.URL(b), "/api/agents/companionAgent/generate")
+}
+
+// BenchmarkStreamRedis is BenchmarkStreamSQLite with the run log shared
+// through Redis (-redis-url), as several instances run: each run's events
+// are written through to Redis as well.
+func BenchmarkStreamRedis(b *testing.B) {
+	url := redistest.ServerURL()
+	redistest.Options(b) // skips without Redis
+	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/stream", func(c *app.Config) {
+		c.RedisURL = app.Secret(url)
+	})
 }
 
 // BenchmarkGenerateUpstream is BenchmarkGenerateSQLite through the

@@ -214,6 +214,15 @@ func (m *Memory) sweep() {
 
 }
 
+// keeps reports whether r is still one of the log's runs: not forgotten
+// after its retention, nor for MaxRetained.
+func (m *Memory) keeps(r *run) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweep()
+	return m.runs[r.meta.RunID] == r
+}
+
 // Stats is what a Memory keeps at one moment.
 type Stats struct {
 	// Running is the runs not yet ended, Ended those kept for their

@@ -56,8 +56,8 @@ type RedisOptions struct {
 	// context deadlines (as limits.ParseRedisURL's options do), and how
 	// long Start and End wait for theirs. DefaultTimeout when zero.
 	Timeout time.Duration
-	// Backoff is how long a run's writes to Redis pause after one failed,
-	// before they are tried again. DefaultBackoff when zero.
+	// Backoff is how long the writes to Redis pause after one failed,
+	// before one of them tries again. DefaultBackoff when zero.
 	Backoff time.Duration
 	// OnError, when set, is called with each failed call to Redis that
 	// fails no caller: writes of a run's entries, which are tried again,
@@ -77,9 +77,11 @@ type RedisOptions struct {
 //
 // Append writes to the Memory and returns; a goroutine of the run writes the
 // new entries to Redis in batches (one script call each, so that a retry
-// never duplicates an entry and a Redis that lost them gets them again), and
-// while Redis fails it tries again every Backoff until the entries are
-// written or the retention is over. Start and End wait up to Timeout for
+// never duplicates an entry and a Redis that lost them gets them again).
+// While Redis fails, the runs wait: one write every Backoff tries Redis
+// again, and once one succeeds the runs the Memory still keeps are written,
+// one after another (a run it forgot, its retention over or past
+// MaxRetained, is not). Start and End wait up to Timeout for
 // their write, unless the last write failed, so that when they return
 // another instance sees the run start or end.
 //
@@ -108,6 +110,18 @@ type Redis struct {
 	ctx     context.Context
 	stop    context.CancelFunc
 	pubsub  *redis.PubSub
+
+	// parked are the writers whose write failed, and those with something
+	// to write while Redis fails. One goroutine (retry) tries Redis again
+	// every Backoff with one of them, and once that write succeeds writes
+	// the others, one after another: a Redis that is down or full sees one
+	// attempt per Backoff, not one per run, and a writer whose run the
+	// Memory has forgotten (its retention over, or MaxRetained passed) is
+	// dropped, so that an outage holds no more of the runs than the Memory
+	// does.
+	parkMu   sync.Mutex
+	parked   map[*redisWriter]struct{}
+	retrying bool // retry runs
 
 	mu     sync.Mutex
 	closed bool
@@ -224,7 +238,6 @@ func (r *Redis) Start(ctx context.Context, meta Meta) (Writer, error) {
 	w := &redisWriter{
 		memWriter: &memWriter{m: r.local, r: rn},
 		log:       r,
-		kick:      make(chan struct{}, 1),
 		attempt:   make(chan struct{}),
 	}
 	w.sync(ctx)
@@ -472,8 +485,7 @@ func (r *Redis) write(meta Meta, b batch) (last int64, ended bool, err error) {
 // that runs while there is something to write.
 type redisWriter struct {
 	*memWriter
-	log  *Redis
-	kick chan struct{} // ends the goroutine's back-off
+	log *Redis
 
 	mu       sync.Mutex
 	metaSent bool          // Redis holds the metadata
@@ -492,7 +504,7 @@ func (w *redisWriter) Append(ctx context.Context, data []byte, value any) (int64
 	if err != nil {
 		return 0, err
 	}
-	w.poke(false)
+	w.poke()
 	return seq, nil
 }
 
@@ -540,38 +552,51 @@ func (w *redisWriter) next() (batch, bool) {
 	return b, true
 }
 
-// poke starts the goroutine when there is none. urgent ends its back-off.
-func (w *redisWriter) poke(urgent bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.running {
-		if urgent {
-			select {
-			case w.kick <- struct{}{}:
-			default:
-			}
-		}
+// poke has what is new written: by the writer's goroutine, started when
+// there is none, or while Redis fails, by the log's retry.
+func (w *redisWriter) poke() {
+	if !w.log.healthy.Load() {
+		w.log.park(w)
 		return
 	}
-	if !w.log.goroutine() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running || !w.log.goroutine() {
 		return
 	}
 	w.running = true
 	go w.flush()
 }
 
-// flush writes batches until Redis holds the whole run, or the log is
-// closed, or the run's retention is over. A failed write is reported, and
-// tried again after Backoff.
+// claim marks the writer's goroutine as running, unless it already runs.
+func (w *redisWriter) claim() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
+		return false
+	}
+	w.running = true
+	return true
+}
+
+// flush is the writer's goroutine: write.
 func (w *redisWriter) flush() {
 	defer w.log.wg.Done()
+	w.write()
+}
+
+// write writes batches until Redis holds the whole run, or the log is
+// closed, or the run's retention is over; it reports false when a write
+// failed: the failure is reported, and the writer parked for the log's
+// retry. The writer is claimed, and write releases it.
+func (w *redisWriter) write() bool {
 	for {
 		w.mu.Lock()
 		b, ok := w.next()
 		if !ok {
 			w.running = false
 			w.mu.Unlock()
-			return
+			return true
 		}
 		w.mu.Unlock()
 
@@ -580,6 +605,8 @@ func (w *redisWriter) flush() {
 		w.mu.Lock()
 		if err == nil {
 			w.metaSent, w.flushed, w.endSent = true, last, ended
+		} else {
+			w.running = false
 		}
 		w.err = err
 		close(w.attempt)
@@ -587,22 +614,87 @@ func (w *redisWriter) flush() {
 		w.mu.Unlock()
 
 		if w.log.ctx.Err() != nil {
+			if err != nil {
+				return false
+			}
 			continue // closed: next returns false
 		}
 		if up := err == nil; w.log.healthy.Swap(up) != up {
 			w.log.onChange(up, err)
 		}
-		if err == nil {
-			continue
+		if err != nil {
+			w.log.onError(err)
+			w.log.park(w)
+			return false
 		}
-		w.log.onError(err)
-		t := time.NewTimer(w.log.backoff)
+	}
+}
+
+// park leaves w to the retry goroutine, started when there is none.
+func (r *Redis) park(w *redisWriter) {
+	r.parkMu.Lock()
+	defer r.parkMu.Unlock()
+	if r.parked == nil {
+		r.parked = make(map[*redisWriter]struct{})
+	}
+	r.parked[w] = struct{}{}
+	if !r.retrying && r.goroutine() {
+		r.retrying = true
+		go r.retry()
+	}
+}
+
+// retry tries Redis again every Backoff with one parked writer, and after
+// a write that succeeded goes on with the others, until none is parked or
+// the log is closed.
+func (r *Redis) retry() {
+	defer r.wg.Done()
+	t := time.NewTimer(r.backoff)
+	defer t.Stop()
+	for {
 		select {
-		case <-w.log.ctx.Done():
-		case <-w.kick:
+		case <-r.ctx.Done():
+			return
 		case <-t.C:
 		}
-		t.Stop()
+		r.prune()
+		for {
+			w := r.unpark()
+			if w == nil {
+				return
+			}
+			if w.claim() && !w.write() {
+				break // still failing: w is parked again
+			}
+		}
+		t.Reset(r.backoff)
+	}
+}
+
+// unpark takes a parked writer whose run the Memory still keeps; with
+// none left, it ends the retry (retrying false).
+func (r *Redis) unpark() *redisWriter {
+	r.parkMu.Lock()
+	defer r.parkMu.Unlock()
+	for w := range r.parked {
+		delete(r.parked, w)
+		if r.local.keeps(w.r) {
+			return w
+		}
+	}
+	r.retrying = false
+	return nil
+}
+
+// prune drops the parked writers whose run the Memory has forgotten, with
+// what they hold of it.
+func (r *Redis) prune() {
+	r.parkMu.Lock()
+	defer r.parkMu.Unlock()
+	for w := range r.parked {
+		if !r.local.keeps(w.r) {
+			delete(r.parked, w)
+		}
 	}
 }
 
@@ -610,7 +702,7 @@ func (w *redisWriter) flush() {
 // Timeout passes. While Redis fails, it does not wait.
 func (w *redisWriter) sync(ctx context.Context) {
 	if !w.log.healthy.Load() {
-		w.poke(false)
+		w.poke()
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.log.timeout)
@@ -623,7 +715,7 @@ func (w *redisWriter) sync(ctx context.Context) {
 		if !pending {
 			return
 		}
-		w.poke(true)
+		w.poke()
 		select {
 		case <-attempt:
 			w.mu.Lock()

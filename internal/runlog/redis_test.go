@@ -3,6 +3,7 @@ package runlog_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -282,6 +283,56 @@ func TestRedisOutage(t *testing.T) {
 	msgs, err := client().XRange(ctxFor(t), runlog.DefaultPrefix+"{run-1}:events", "-", "+").Result()
 	if err != nil || len(msgs) != total+1 {
 		t.Fatalf("Redis holds %d stream entries (%v), want %d and the end marker", len(msgs), err, total)
+	}
+}
+
+// TestRedisOutageManyRuns: while Redis is down, many runs make one attempt
+// to write a Backoff, not one each, and keep no goroutine each; the runs
+// the Memory forgets meanwhile are not written when Redis is back, and
+// those it keeps are, whole.
+func TestRedisOutageManyRuns(t *testing.T) {
+	const runs, entries = 300, 10 // 71 bytes of entries a run
+	srv := redistest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	var seen errs
+	const backoff = 50 * time.Millisecond
+	local := runlog.NewMemory(runlog.MemoryOptions{MaxRetained: 2000}) // the last 28 runs
+	l := newRedis(t, c, local, runlog.RedisOptions{OnError: seen.record, Timeout: 200 * time.Millisecond, Backoff: backoff})
+	srv.Stop()
+
+	goroutines := runtime.NumGoroutine()
+	id := func(i int) string { return fmt.Sprint("run-", i) }
+	for i := range runs {
+		wr := start(t, l, id(i))
+		appendN(t, wr, 1, entries)
+		end(t, wr)
+	}
+	if n := runtime.NumGoroutine() - goroutines; n > 10 {
+		t.Errorf("%d more goroutines after %d runs with Redis down", n, runs)
+	}
+	before := len(seen.all())
+	time.Sleep(10 * backoff)
+	if n := len(seen.all()) - before; n > 15 {
+		t.Errorf("%d failed writes in 10 back-offs, want about one each", n)
+	}
+
+	srv.Start()
+	held := func(i int) (int64, error) {
+		return c.XLen(ctxFor(t), runlog.DefaultPrefix+"{"+id(i)+"}:events").Result()
+	}
+	eventually(t, "the runs kept are written once Redis is back", func() bool {
+		for i := runs - 20; i < runs; i++ {
+			if n, err := held(i); err != nil || n != entries+1 { // and the end marker
+				return false
+			}
+		}
+		return true
+	})
+	for i := range runs - 50 {
+		if n, err := held(i); err != nil || n != 0 {
+			t.Fatalf("%s, forgotten by the Memory, has %d entries in Redis (%v)", id(i), n, err)
+		}
 	}
 }
 
