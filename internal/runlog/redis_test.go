@@ -1,11 +1,13 @@
 package runlog_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,6 +338,65 @@ func TestRedisOutageManyRuns(t *testing.T) {
 		if n, err := held(i); err != nil || n != 0 {
 			t.Fatalf("%s, forgotten by the Memory, has %d entries in Redis (%v)", id(i), n, err)
 		}
+	}
+}
+
+// scriptCalls counts a client's script calls (EVALSHA, and EVAL after
+// NOSCRIPT).
+type scriptCalls struct{ n atomic.Int64 }
+
+func (*scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (c *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestRedisLinger: entries appended a few ms apart go to Redis a Linger's
+// worth at a time, not one a call, and a follower on another instance gets
+// them all; End does not wait for the Linger.
+func TestRedisLinger(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		linger   time.Duration
+		min, max int64 // script calls for the run
+	}{
+		{"none", -1, 30, 44},                    // about one an entry, with the start and the end
+		{"200ms", 200 * time.Millisecond, 2, 8}, // the start, 40 entries in about 3 writes, the end
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := redistest.Client(t)
+			var calls scriptCalls
+			c.AddHook(&calls)
+			opts := runlog.RedisOptions{Prefix: redistest.Prefix(t), Linger: tc.linger}
+			a, b := newRedis(t, c, nil, opts), newRedis(t, redistest.Client(t), nil, opts)
+			wr := start(t, a, "run-1")
+			for n := 1; n <= 40; n++ {
+				appendN(t, wr, n, n)
+				time.Sleep(10 * time.Millisecond)
+			}
+			began := time.Now()
+			end(t, wr)
+			if d := time.Since(began); tc.linger > 0 && d >= tc.linger {
+				t.Errorf("End took %v, waiting for the linger (%v)", d, tc.linger)
+			}
+			got, err := collect(ctxFor(t), b, "run-1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantEntries(t, got, 0, 40)
+			n := calls.n.Load()
+			if n < tc.min || n > tc.max {
+				t.Errorf("%d script calls for a run of 40 entries, want %d to %d", n, tc.min, tc.max)
+			}
+			t.Logf("%d script calls for a run of 40 entries, 10 ms apart", n)
+		})
 	}
 }
 
