@@ -664,8 +664,12 @@ func (w *redisWriter) wait() {
 	}
 }
 
-// park leaves w to the retry goroutine, started when there is none.
+// park leaves w to the retry goroutine, started when there is none. A
+// closed log writes nothing more, and parks nothing.
 func (r *Redis) park(w *redisWriter) {
+	if r.ctx.Err() != nil {
+		return
+	}
 	r.parkMu.Lock()
 	defer r.parkMu.Unlock()
 	if r.parked == nil {
