@@ -177,79 +177,22 @@ func TestConfig(t *testing.T) {
 		name    string
 		args    []string
 		env     map[string]string
-		check   func(t *testing.T, c string)
+		want    []string // in the config's %+v
 		wantErr string
 	}{
-		{name: "defaults", check: func(t *testing.T, c string) {
-			for _, want := range []string{"Addr:127.0.0.1:4111", "MaxSteps:5", "ShutdownGrace:10s", "WeatherGeocodingURL:https://geocoding-api.open-meteo.com", "WeatherTimeout:10s"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "env", env: map[string]string{"COMPANION_ADDR": "0.0.0.0:9000", "COMPANION_MAX_STEPS": "3", "COMPANION_WEATHER_TIMEOUT": "2s"}, check: func(t *testing.T, c string) {
-			for _, want := range []string{"Addr:0.0.0.0:9000", "MaxSteps:3", "WeatherTimeout:2s"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "flag beats env", args: []string{"-max-steps", "7"}, env: map[string]string{"COMPANION_MAX_STEPS": "3"}, check: func(t *testing.T, c string) {
-			if !strings.Contains(c, "MaxSteps:7") {
-				t.Errorf("config %s", c)
-			}
-		}},
-		{name: "tracing", env: map[string]string{"COMPANION_TRACE_CONTENT": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, check: func(t *testing.T, c string) {
-			for _, want := range []string{"TraceContent:true", "OTLPProtocol:grpc"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "memory defaults", check: func(t *testing.T, c string) {
-			for _, want := range []string{"DatabaseURL:sqlite://data/companion.db", "HistoryWindow:20", "LockWait:30s"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "no tracing by default", check: func(t *testing.T, c string) {
-			for _, want := range []string{"TraceContent:false", "OTLPProtocol: "} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "memory settings", env: map[string]string{"COMPANION_DATABASE_URL": "postgres://db/x", "COMPANION_HISTORY_WINDOW": "8"}, args: []string{"-lock-wait", "0"}, check: func(t *testing.T, c string) {
-			for _, want := range []string{"DatabaseURL:postgres://db/x", "HistoryWindow:8", "LockWait:0s"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "trace content flag", args: []string{"-trace-content"}, check: func(t *testing.T, c string) {
-			if !strings.Contains(c, "TraceContent:true") {
-				t.Errorf("config %s", c)
-			}
-		}},
+		{name: "defaults", want: []string{"Addr:127.0.0.1:4111", "MaxSteps:5", "ShutdownGrace:10s", "WeatherGeocodingURL:https://geocoding-api.open-meteo.com", "WeatherTimeout:10s", "StreamRetention:5m0s", "StreamRetainedBytes:67108864"}},
+		{name: "env", env: map[string]string{"COMPANION_ADDR": "0.0.0.0:9000", "COMPANION_MAX_STEPS": "3", "COMPANION_WEATHER_TIMEOUT": "2s"}, want: []string{"Addr:0.0.0.0:9000", "MaxSteps:3", "WeatherTimeout:2s"}},
+		{name: "flag beats env", args: []string{"-max-steps", "7"}, env: map[string]string{"COMPANION_MAX_STEPS": "3"}, want: []string{"MaxSteps:7"}},
+		{name: "tracing", env: map[string]string{"COMPANION_TRACE_CONTENT": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, want: []string{"TraceContent:true", "OTLPProtocol:grpc"}},
+		{name: "memory defaults", want: []string{"DatabaseURL:sqlite://data/companion.db", "HistoryWindow:20", "LockWait:30s"}},
+		{name: "no tracing by default", want: []string{"TraceContent:false", "OTLPProtocol: "}},
+		{name: "memory settings", env: map[string]string{"COMPANION_DATABASE_URL": "postgres://db/x", "COMPANION_HISTORY_WINDOW": "8"}, args: []string{"-lock-wait", "0"}, want: []string{"DatabaseURL:postgres://db/x", "HistoryWindow:8", "LockWait:0s"}},
+		{name: "trace content flag", args: []string{"-trace-content"}, want: []string{"TraceContent:true"}},
 		{name: "bad env bool", env: map[string]string{"COMPANION_TRACE_CONTENT": "sometimes"}, wantErr: `$COMPANION_TRACE_CONTENT: "sometimes" is not true or false`},
 		{name: "bad OTLP protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json" is not supported`},
 		{name: "bad database url", args: []string{"-database-url", "mysql://x"}, wantErr: "database URL must start with sqlite:// or postgres://"},
 		{name: "sqlite url without a file", args: []string{"-database-url", "sqlite://"}, wantErr: "names no file"},
-		{name: "stream retention", env: map[string]string{"COMPANION_STREAM_RETAINED_BYTES": "1048576"}, args: []string{"-stream-retention", "1m"}, check: func(t *testing.T, c string) {
-			for _, want := range []string{"StreamRetention:1m0s", "StreamRetainedBytes:1048576"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
-		{name: "stream retention defaults", check: func(t *testing.T, c string) {
-			for _, want := range []string{"StreamRetention:5m0s", "StreamRetainedBytes:67108864"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
+		{name: "stream retention", env: map[string]string{"COMPANION_STREAM_RETAINED_BYTES": "1048576"}, args: []string{"-stream-retention", "1m"}, want: []string{"StreamRetention:1m0s", "StreamRetainedBytes:1048576"}},
 		{name: "no stream retained bytes", args: []string{"-stream-retained-bytes", "0"}, wantErr: "stream retained bytes must be at least 1"},
 		{name: "negative history window", args: []string{"-history-window", "-1"}, wantErr: "history window must not be negative"},
 		{name: "bad env number", env: map[string]string{"COMPANION_MAX_STEPS": "many"}, wantErr: `$COMPANION_MAX_STEPS: "many" is not a whole number`},
@@ -257,13 +200,7 @@ func TestConfig(t *testing.T) {
 		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},
 		{name: "bad log level", args: []string{"-log-level", "loud"}, wantErr: `log level "loud" is not one of`},
 		{name: "bad weather url", args: []string{"-weather-forecast-url", "ftp://x"}, wantErr: `weather URL "ftp://x" must start with http://`},
-		{name: "cost settings", args: []string{"-prices", "prices.json"}, env: map[string]string{"COMPANION_COST_QUOTA": "2.5"}, check: func(t *testing.T, c string) {
-			for _, want := range []string{"CostQuota:2.5", "PricesFile:prices.json"} {
-				if !strings.Contains(c, want) {
-					t.Errorf("config %s lacks %s", c, want)
-				}
-			}
-		}},
+		{name: "cost settings", args: []string{"-prices", "prices.json"}, env: map[string]string{"COMPANION_COST_QUOTA": "2.5"}, want: []string{"CostQuota:2.5", "PricesFile:prices.json"}},
 		{name: "negative cost quota", args: []string{"-cost-quota", "-1"}, wantErr: "cost quota must not be negative"},
 		{name: "cost quota not a number", args: []string{"-cost-quota", "NaN"}, wantErr: "cost quota must not be negative"},
 		{name: "bad env cost quota", env: map[string]string{"COMPANION_COST_QUOTA": "a dollar"}, wantErr: `$COMPANION_COST_QUOTA: "a dollar" is not a number of US dollars`},
@@ -281,7 +218,12 @@ func TestConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, fmt.Sprintf("%+v", cfg))
+			c := fmt.Sprintf("%+v", cfg)
+			for _, want := range tc.want {
+				if !strings.Contains(c, want) {
+					t.Errorf("config %s lacks %s", c, want)
+				}
+			}
 		})
 	}
 }
