@@ -692,6 +692,9 @@ func (r *Redis) retry() {
 	for {
 		select {
 		case <-r.ctx.Done():
+			r.parkMu.Lock()
+			r.parked = nil // closed: nothing more is written
+			r.parkMu.Unlock()
 			return
 		case <-t.C:
 		}
