@@ -1,4 +1,8 @@
-// Package limits admits or refuses requests by key, N per minute: in this
+// Package limits holds what bounds the use of the service: the daily token
+// and cost quotas of a resource and the size of a thread (quota.go), and the
+// request rate limits.
+//
+// The rate limiters admit or refuse requests by key, N per minute: in this
 // process (Local), shared by every instance through Redis (Redis), or through
 // Redis with this process's limits standing in while Redis is unreachable
 // (Fallback).
