@@ -3,19 +3,19 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	"github.com/companionhq/companion/internal/memory/sqlite"
 	"github.com/companionhq/companion/internal/testkit"
@@ -30,14 +30,20 @@ func TestMemoryEndToEnd(t *testing.T) {
 		t.Run("sqlite", func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "data", "companion.db")
 			testKill(t, bin, "sqlite://"+path)
-			// The file is whole.
+			// The file is whole: the store opens it, and SQLite finds
+			// nothing wrong in it.
 			s, err := sqlite.Open(context.Background(), path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			s.Close()
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
 			var ok string
-			if err := s.DB().QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
+			if err := db.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
 				t.Fatalf("integrity check: %q %v", ok, err)
 			}
 		})
@@ -127,14 +133,6 @@ func turnBody(thread, resource, text string) string {
 	return string(b)
 }
 
-func textOf(m api.UIMessage) string {
-	var b strings.Builder
-	for _, p := range m.Parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
 // testScaleOut: a thread started on one process continues on the other,
 // and turns sent to both at once never interleave.
 func testScaleOut(t *testing.T, bin string) {
@@ -151,48 +149,8 @@ func testScaleOut(t *testing.T, bin string) {
 	}
 
 	const n = 20
-	var wg sync.WaitGroup
-	errs := make(chan string, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p, path := a, "/api/agents/companionAgent/generate"
-			if i%2 == 1 {
-				p, path = b, "/api/agents/companionAgent/stream"
-			}
-			res, err := http.Post(p.url+path, "application/json", strings.NewReader(turnBody("shared", "u", fmt.Sprintf("Message %d.", i))))
-			if err != nil {
-				errs <- err.Error()
-				return
-			}
-			out, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode != 200 || strings.Contains(string(out), `"type":"error"`) {
-				errs <- fmt.Sprintf("request %d: %d %s", i, res.StatusCode, out)
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for e := range errs {
-		t.Error(e)
-	}
-	stored := b.messages(t, "shared", "u")
-	if len(stored) != 2*n {
-		t.Fatalf("the thread holds %d messages, want %d", len(stored), 2*n)
-	}
-	seen := map[string]bool{}
-	for i := 0; i < len(stored); i += 2 {
-		u, r := stored[i], stored[i+1]
-		if u.Role != "user" || r.Role != "assistant" || seen[textOf(u)] || !strings.Contains(textOf(r), `You asked: "`+textOf(u)+`"`) {
-			t.Fatalf("turns interleaved at message %d: %s %q then %s %q", i, u.Role, textOf(u), r.Role, textOf(r))
-		}
-		if i > 0 && !strings.Contains(textOf(r), `Earlier you mentioned: "`+textOf(stored[i-2])+`"`) {
-			t.Fatalf("reply %d did not see the turn before it: %s", i+1, textOf(r))
-		}
-		seen[textOf(u)] = true
-	}
+	apitest.TurnsAtOnce(t, n, "shared", "u", a.url, b.url)
+	apitest.CheckTurnsInOrder(t, b.messages(t, "shared", "u"), n)
 }
 
 // testKill: SIGKILL in the middle of a stream leaves the database
@@ -224,7 +182,7 @@ func testKill(t *testing.T, bin, db string) {
 
 	p = startProc(t, bin, env...)
 	stored := p.messages(t, "k", "r")
-	if len(stored) != 1 || stored[0].Role != "user" || textOf(stored[0]) != "Tell me a long story." || !stored[0].Metadata.Pending {
+	if len(stored) != 1 || stored[0].Role != "user" || apitest.PartsText(stored[0]) != "Tell me a long story." || !stored[0].Metadata.Pending {
 		t.Fatalf("after the kill the thread holds %+v, want the user's message, pending", stored)
 	}
 	status, body := p.post(t, "/api/agents/companionAgent/generate", turnBody("k", "r", "Are you still there?"))
@@ -234,7 +192,7 @@ func testKill(t *testing.T, bin, db string) {
 	var roles []string
 	for _, m := range p.messages(t, "k", "r") {
 		if m.Metadata.Pending {
-			t.Fatalf("message %q still pending", textOf(m))
+			t.Fatalf("message %q still pending", apitest.PartsText(m))
 		}
 		roles = append(roles, m.Role)
 	}

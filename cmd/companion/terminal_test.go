@@ -18,6 +18,7 @@ import (
 
 	"github.com/companionhq/companion/fakes/openmeteo"
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/testkit"
 )
 
@@ -247,7 +248,7 @@ func testChatInTerminal(t *testing.T, bin string, svc *proc) {
 	for {
 		ms := svc.messages(t, thread, "u1")
 		last := ms[len(ms)-1]
-		if rolesOf(ms) == "user assistant user assistant user assistant user" && last.Metadata.Pending && textOf(last) == long {
+		if rolesOf(ms) == "user assistant user assistant user assistant user" && last.Metadata.Pending && apitest.PartsText(last) == long {
 			break
 		}
 		if time.Now().After(deadline) {

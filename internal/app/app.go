@@ -42,6 +42,7 @@ import (
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
+	"github.com/companionhq/companion/internal/turn"
 	"github.com/companionhq/companion/internal/web"
 )
 
@@ -188,13 +189,13 @@ func Defaults() Config {
 		WeatherForecastURL:  weather.DefaultForecastURL,
 		WeatherTimeout:      weather.DefaultTimeout,
 		DatabaseURL:         DefaultDatabaseURL,
-		HistoryWindow:       memory.DefaultWindow,
-		LockWait:            memory.DefaultLockWait,
-		HistoryBytes:        memory.DefaultHistoryBytes,
+		HistoryWindow:       turn.DefaultWindow,
+		LockWait:            turn.DefaultLockWait,
+		HistoryBytes:        turn.DefaultHistoryBytes,
 		StreamRetention:     httpapi.DefaultStreamRetention,
 		StreamRetainedBytes: runlog.DefaultMaxRetained,
 		ResumeGrace:         httpapi.DefaultResumeGrace,
-		MaxThreadBytes:      memory.DefaultMaxThreadBytes,
+		MaxThreadBytes:      turn.DefaultMaxThreadBytes,
 
 		ModelTimeout:           p.CallTimeout,
 		ModelFirstTokenTimeout: p.FirstTokenTimeout,
@@ -314,8 +315,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
-	mem, err := memory.New(memory.Config{Store: store, Runner: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait,
-		HistoryBytes: cfg.HistoryBytes, MaxThreadBytes: cfg.MaxThreadBytes, TokenQuota: cfg.TokenQuota, CostQuota: cfg.CostQuota})
+	turns, err := turn.New(turn.Config{Store: store, Agent: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait,
+		HistoryBytes: cfg.HistoryBytes, MaxThreadBytes: limits.ThreadBytes(cfg.MaxThreadBytes),
+		Quota: limits.Quota{Tokens: cfg.TokenQuota, Cost: cfg.CostQuota}})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -354,9 +356,9 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		}
 	}
 	a.api = httpapi.NewServer(httpapi.Config{
-		Runner:         mem,
-		Threads:        mem,
-		Ready:          a.ready(mem.Ping),
+		Runner:         turns,
+		Threads:        turns.Threads(),
+		Ready:          a.ready(turns.Ping),
 		Logger:         log,
 		Limits:         cfg.Limits,
 		TracerProvider: tp,

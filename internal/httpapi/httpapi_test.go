@@ -19,9 +19,10 @@ import (
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/httpapi"
-	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/turn"
+	"github.com/companionhq/companion/internal/turn/turntest"
 )
 
 const (
@@ -185,9 +186,9 @@ func TestEveryRequestIsAnswered(t *testing.T) {
 }
 
 // stubRunner lets a test decide what a run does.
-type stubRunner func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error)
+type stubRunner func(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error)
 
-func (f stubRunner) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+func (f stubRunner) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error) {
 	return f(ctx, in, emit)
 }
 
@@ -217,10 +218,10 @@ func TestInternalErrorsStayInTheLog(t *testing.T) {
 		name string
 		run  stubRunner
 	}{
-		{"error", func(context.Context, agent.Input, agent.Emit) (*memory.Outcome, error) {
+		{"error", func(context.Context, agent.Input, agent.Emit) (*turn.Outcome, error) {
 			return nil, io.ErrUnexpectedEOF
 		}},
-		{"panic", func(context.Context, agent.Input, agent.Emit) (*memory.Outcome, error) { panic(secret) }},
+		{"panic", func(context.Context, agent.Input, agent.Emit) (*turn.Outcome, error) { panic(secret) }},
 	}
 	for _, tc := range tests {
 		for _, path := range []string{generatePath, streamPath} {
@@ -239,7 +240,7 @@ func TestInternalErrorsStayInTheLog(t *testing.T) {
 // TestPanicAfterStreamStarted: a stream already under way still ends with an
 // error event and run-finish.
 func TestPanicAfterStreamStarted(t *testing.T) {
-	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error) {
 		_ = emit(agent.RunStarted{RunID: "r1"})
 		_ = emit(agent.StepStarted{})
 		_ = emit(agent.TextDelta{Text: "Hel"})
@@ -282,7 +283,7 @@ func TestUpstreamFailureBeforeFirstToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := serve(t, memory.Unstored{Runner: a}, nil)
+		srv := serve(t, turntest.Unstored{Agent: a}, nil)
 		for _, path := range []string{generatePath, streamPath} {
 			res, b := post(t, srv.URL+path, body(""))
 			if res.StatusCode != tc.status || b != `{"error":"up model failed: it broke (HTTP 500)"}`+"\n" {
@@ -295,7 +296,7 @@ func TestUpstreamFailureBeforeFirstToken(t *testing.T) {
 // TestStreamFlushesEachEvent reads events while the run is still going.
 func TestStreamFlushesEachEvent(t *testing.T) {
 	next := make(chan struct{})
-	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error) {
 		_ = emit(agent.RunStarted{RunID: "r"})
 		_ = emit(agent.StepStarted{})
 		for _, s := range []string{"a", "b"} {
@@ -309,7 +310,7 @@ func TestStreamFlushesEachEvent(t *testing.T) {
 			}
 		}
 		_ = emit(agent.StepFinished{Kind: agent.StepInitial, FinishReason: "stop"})
-		return &memory.Outcome{Result: &agent.Result{FinishReason: "stop"}}, nil
+		return &turn.Outcome{Result: &agent.Result{FinishReason: "stop"}}, nil
 	}), nil)
 	res, err := http.Post(srv.URL+streamPath, "application/json", strings.NewReader(body("")))
 	if err != nil {
@@ -344,7 +345,7 @@ func TestStreamFlushesEachEvent(t *testing.T) {
 // context, and through it the model call.
 func TestClientDisconnectCancelsRun(t *testing.T) {
 	cancelled := make(chan struct{})
-	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+	srv := serve(t, stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error) {
 		_ = emit(agent.RunStarted{RunID: "r"})
 		_ = emit(agent.TextDelta{Text: "a"})
 		<-ctx.Done()

@@ -17,7 +17,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/httpapi"
-	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // recObserver records what the server tells its Observer, in order.
@@ -58,7 +58,7 @@ func (o *recObserver) waitCalls(t *testing.T, n int) string {
 
 func TestObserverSeesRequestsAndStreams(t *testing.T) {
 	// A run that holds its opening events back, calls a tool, then writes text.
-	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
+	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error) {
 		for _, ev := range []agent.Event{
 			agent.RunStarted{}, agent.StepStarted{},
 			agent.ToolInputStarted{CallID: "c", Tool: "t"},
@@ -69,7 +69,7 @@ func TestObserverSeesRequestsAndStreams(t *testing.T) {
 				return nil, err
 			}
 		}
-		return &memory.Outcome{Result: &agent.Result{FinishReason: "stop"}}, nil
+		return &turn.Outcome{Result: &agent.Result{FinishReason: "stop"}}, nil
 	})
 	for _, tc := range []struct {
 		method, path, body string
@@ -105,8 +105,8 @@ func TestServerSpansAndMetricsRoute(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "# metrics") })
-	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error) {
-		return &memory.Outcome{Result: &agent.Result{TraceID: trace.SpanContextFromContext(ctx).TraceID().String()}}, nil
+	run := stubRunner(func(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error) {
+		return &turn.Outcome{Result: &agent.Result{TraceID: trace.SpanContextFromContext(ctx).TraceID().String()}}, nil
 	})
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: run, TracerProvider: tp, Metrics: metrics}))
 	defer srv.Close()

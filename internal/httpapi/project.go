@@ -12,6 +12,7 @@ import (
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/pricing"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // This file projects the domain (a run's result, stored threads and
@@ -35,7 +36,7 @@ func costOf(c pricing.Cost) api.Cost {
 }
 
 // generateBody is the generate endpoint's body for a finished turn.
-func generateBody(o *memory.Outcome) api.GenerateResponse {
+func generateBody(o *turn.Outcome) api.GenerateResponse {
 	res := o.Result
 	steps := make([]api.Step, len(res.Steps))
 	var reply []model.Message

@@ -20,15 +20,15 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
-	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/requestid"
 	"github.com/companionhq/companion/internal/runlog"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // Runner runs one turn of a thread: the agent, with the thread's memory.
-// *memory.Memory is one.
+// *turn.Turns is one.
 type Runner interface {
-	Run(ctx context.Context, in agent.Input, emit agent.Emit) (*memory.Outcome, error)
+	Run(ctx context.Context, in agent.Input, emit agent.Emit) (*turn.Outcome, error)
 }
 
 // Observer is told about requests and streams, for metrics. Calls come from

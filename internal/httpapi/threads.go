@@ -15,16 +15,17 @@ import (
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // Threads is the conversation memory as the threads API uses it. Each call
 // names the resource asking; only its own threads are listed, read or
-// changed. *memory.Memory is one.
+// changed. *turn.Threads is one.
 type Threads interface {
-	ListThreads(ctx context.Context, resourceID string, order memory.ThreadOrder, page, perPage int) (memory.Page[memory.Thread], error)
+	ListThreads(ctx context.Context, resourceID string, order memory.ThreadOrder, page, perPage int) (turn.Page[memory.Thread], error)
 	Thread(ctx context.Context, threadID, resourceID string) (memory.Thread, error)
-	Messages(ctx context.Context, threadID, resourceID string, page, perPage int) (memory.Thread, memory.Page[memory.Message], error)
-	UpdateThread(ctx context.Context, threadID, resourceID string, u memory.ThreadUpdate) (memory.Thread, error)
+	Messages(ctx context.Context, threadID, resourceID string, page, perPage int) (memory.Thread, turn.Page[memory.Message], error)
+	UpdateThread(ctx context.Context, threadID, resourceID string, u turn.ThreadUpdate) (memory.Thread, error)
 	DeleteThread(ctx context.Context, threadID, resourceID string) error
 	Usage(ctx context.Context, resourceID string, days int) ([]memory.DayUsage, error)
 }
@@ -37,8 +38,8 @@ func (s *Server) handleUsage() http.HandlerFunc {
 		q, rid, err := s.ownerQuery(r, true, "days")
 		days := 7
 		if v := q.Get("days"); err == nil && v != "" {
-			if days, err = strconv.Atoi(v); err != nil || days < 1 || days > memory.MaxUsageDays {
-				err = apperr.New(apperr.Invalid, "days must be a whole number from 1 to %d, not %q", memory.MaxUsageDays, clip(v))
+			if days, err = strconv.Atoi(v); err != nil || days < 1 || days > turn.MaxUsageDays {
+				err = apperr.New(apperr.Invalid, "days must be a whole number from 1 to %d, not %q", turn.MaxUsageDays, clip(v))
 			}
 		}
 		if err != nil {
@@ -183,7 +184,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 			s.writeError(w, r, apperr.New(apperr.Invalid, "resourceId cannot be changed: a thread belongs to the resource that created it"))
 			return
 		}
-		u := memory.ThreadUpdate{Title: wire.Title}
+		u := turn.ThreadUpdate{Title: wire.Title}
 		if len(wire.Metadata) > 0 && string(wire.Metadata) != "null" {
 			u.Metadata = wire.Metadata
 		}
@@ -290,15 +291,15 @@ func agentParam(q url.Values) error {
 
 // pageParams reads page (from 0) and perPage.
 func pageParams(q url.Values) (page, perPage int, err error) {
-	perPage = memory.DefaultPerPage
+	perPage = turn.DefaultPerPage
 	if v := q.Get("page"); v != "" {
 		if page, err = strconv.Atoi(v); err != nil || page < 0 {
 			return 0, 0, apperr.New(apperr.Invalid, "page must be a whole number from 0, not %q", clip(v))
 		}
 	}
 	if v := q.Get("perPage"); v != "" {
-		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > memory.MaxPerPage {
-			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", memory.MaxPerPage, clip(v))
+		if perPage, err = strconv.Atoi(v); err != nil || perPage < 1 || perPage > turn.MaxPerPage {
+			return 0, 0, apperr.New(apperr.Invalid, "perPage must be a whole number from 1 to %d, not %q", turn.MaxPerPage, clip(v))
 		}
 	}
 	// The offset must stay a sane number.

@@ -1,3 +1,8 @@
+// Package memory is the conversation store: threads, their messages and
+// what each resource's runs used, behind one Store interface that the
+// SQLite (sqlite/) and PostgreSQL (postgres/) stores implement and one suite
+// (memorytest/) checks. It knows the model's message types and nothing of
+// the agent, the turn or the API: internal/turn runs a turn over it.
 package memory
 
 import (
@@ -198,5 +203,38 @@ type Turn interface {
 // more than once).
 type Plan func(th Thread, tail []Message, known map[string]bool) ([]Message, error)
 
-// Micro is t as stores keep it: UTC, to the microsecond.
-func Micro(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+// AsStored is t as stores keep it: UTC, to the microsecond.
+func AsStored(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// LockAndBegin takes thread t.ID's turn if it is free and begins it with
+// plan (Turn.Begin): in one call where the store can (LockBeginner), else
+// Lock without waiting, then Begin. It returns ErrBusy when the thread is
+// busy, and on any error holds nothing.
+func LockAndBegin(ctx context.Context, s Store, t Thread, n int, ids []string, plan Plan) (Turn, Thread, []Message, error) {
+	if lb, ok := s.(LockBeginner); ok {
+		return lb.LockBegin(ctx, t, n, ids, plan)
+	}
+	turn, err := s.Lock(ctx, t.ID, 0)
+	if err != nil {
+		return nil, t, nil, err
+	}
+	th, stored, err := BeginOrUnlock(ctx, turn, t, n, ids, plan)
+	if err != nil {
+		return nil, th, nil, err
+	}
+	return turn, th, stored, nil
+}
+
+// BeginOrUnlock begins the turn held and lets it go when that fails (or
+// panics).
+func BeginOrUnlock(ctx context.Context, turn Turn, t Thread, n int, ids []string, plan Plan) (Thread, []Message, error) {
+	held := false
+	defer func() {
+		if !held {
+			turn.Unlock()
+		}
+	}()
+	th, stored, err := turn.Begin(ctx, t, n, ids, plan)
+	held = err == nil
+	return th, stored, err
+}

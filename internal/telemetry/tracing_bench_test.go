@@ -15,8 +15,8 @@ import (
 	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/httpapi"
-	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/telemetry"
+	"github.com/companionhq/companion/internal/turn/turntest"
 )
 
 // tracerSetups are the ways tracing can be set up, cheapest first: no
@@ -82,7 +82,7 @@ func BenchmarkRequestTracing(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv := httpapi.NewServer(httpapi.Config{Runner: memory.Unstored{Runner: a}, TracerProvider: s.tp})
+			srv := httpapi.NewServer(httpapi.Config{Runner: turntest.Unstored{Agent: a}, TracerProvider: s.tp})
 			b.ReportAllocs()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodPost, "/api/agents/companionAgent/generate", strings.NewReader(body))

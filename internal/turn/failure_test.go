@@ -1,4 +1,4 @@
-package memory_test
+package turn_test
 
 import (
 	"context"
@@ -23,6 +23,7 @@ import (
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/testkit"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // flaky is the fake model, failing on demand: before its first part, or
@@ -67,7 +68,7 @@ func (f *flaky) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 // serveWith runs the memory layer over the real agent on m and the store
 // that db names (wrapped by wrap when not nil), configured further by
 // configure, and the HTTP API over it.
-func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) memory.Store, configure ...func(*memory.Config)) client {
+func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) memory.Store, configure ...func(*turn.Config)) client {
 	t.Helper()
 	store, err := app.OpenStore(context.Background(), db)
 	if err != nil {
@@ -81,15 +82,15 @@ func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) m
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := memory.Config{Store: store, Runner: ag, Window: memory.DefaultWindow, LockWait: 10 * time.Second}
+	cfg := turn.Config{Store: store, Agent: ag, Window: turn.DefaultWindow, LockWait: 10 * time.Second}
 	for _, f := range configure {
 		f(&cfg)
 	}
-	mem, err := memory.New(cfg)
+	turns, err := turn.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: mem, Threads: mem}))
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: turns, Threads: turns.Threads()}))
 	t.Cleanup(srv.Close)
 	// Requests need only the server's URL.
 	return client{t: t, Service: &apptest.Service{URL: srv.URL}}
@@ -148,7 +149,7 @@ func TestFailedRunKeepsTheMessage(t *testing.T) {
 		stored := checkThread("user", "assistant", "user", "assistant")
 
 		// A client that resends everything, and retries after a failure.
-		convo := []api.Message{user(text(stored[0])), assistant(text(stored[1])), user(text(stored[2])), assistant(text(stored[3])), user("Third")}
+		convo := []api.Message{user(apitest.PartsText(stored[0])), assistant(apitest.PartsText(stored[1])), user(apitest.PartsText(stored[2])), assistant(apitest.PartsText(stored[3])), user("Third")}
 		m.set(true, false)
 		status, b = c.do("POST", generatePath, reqBody("t", "r", convo...))
 		expectError(t, "failed resend", status, b, 502, "it broke")
@@ -246,12 +247,12 @@ func TestPanicBeforeTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := memory.New(memory.Config{Store: panickingBegin{store, new(atomic.Int32)}, Runner: ag, Window: memory.DefaultWindow, LockWait: time.Second})
+	turns, err := turn.New(turn.Config{Store: panickingBegin{store, new(atomic.Int32)}, Agent: ag, Window: turn.DefaultWindow, LockWait: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log testkit.Buffer
-	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: mem, Threads: mem, Logger: slog.New(slog.NewTextHandler(&log, nil))}))
+	srv := httptest.NewServer(httpapi.NewServer(httpapi.Config{Runner: turns, Threads: turns.Threads(), Logger: slog.New(slog.NewTextHandler(&log, nil))}))
 	t.Cleanup(srv.Close)
 	c := client{t: t, Service: &apptest.Service{URL: srv.URL}}
 
@@ -283,7 +284,7 @@ func TestOverQuotaTakesNoThread(t *testing.T) {
 	var locks atomic.Int64
 	c := serveWith(t, apptest.SQLiteURL(t), fakemodel.New(fakemodel.Options{}),
 		func(s memory.Store) memory.Store { return countingLocks{s, &locks} },
-		func(cfg *memory.Config) { cfg.TokenQuota = 1 })
+		func(cfg *turn.Config) { cfg.Quota.Tokens = 1 })
 	if status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello"))); status != 200 {
 		t.Fatalf("the first turn: %d %s", status, b)
 	}

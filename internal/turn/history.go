@@ -1,10 +1,8 @@
-package memory
+package turn
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -18,7 +16,7 @@ import (
 //     id) is dropped too: it is the client resending the conversation.
 //
 // Whatever follows is new.
-func newMessages(msgs []agent.Message, tail []Message, known map[string]bool) []int {
+func newMessages(msgs []agent.Message, tail []memory.Message, known map[string]bool) []int {
 	var cand []int
 	var keys []string
 	for i, msg := range msgs {
@@ -71,7 +69,7 @@ func overlap(stored, req []string) int {
 
 // answerable reports whether a run has a user message to answer: a new one,
 // or one stored by an earlier run that failed.
-func answerable(msgs []agent.Message, fresh []int, tail []Message) bool {
+func answerable(msgs []agent.Message, fresh []int, tail []memory.Message) bool {
 	for _, i := range fresh {
 		if msgs[i].Role == model.RoleUser {
 			return true
@@ -89,7 +87,7 @@ func answerable(msgs []agent.Message, fresh []int, tail []Message) bool {
 // messages, and of those no more than the newest whose contents (text and
 // tool arguments) fit in maxBytes. A cut that would leave tool results
 // without the assistant message that asked for them drops those results.
-func window(tail []Message, n, maxBytes int) ([]model.Message, error) {
+func window(tail []memory.Message, n, maxBytes int) ([]model.Message, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -131,57 +129,4 @@ func contentBytes(m model.Message) int {
 		n += len(c.Args)
 	}
 	return n
-}
-
-// storedModel is how a reply's model messages are stored (Message.Model).
-type storedModel struct {
-	Role       string           `json:"role"`
-	Content    string           `json:"content"`
-	ToolCalls  []storedToolCall `json:"toolCalls,omitempty"`
-	ToolCallID string           `json:"toolCallId,omitempty"`
-	ToolName   string           `json:"toolName,omitempty"`
-	IsError    bool             `json:"isError,omitempty"`
-}
-
-type storedToolCall struct {
-	ID   string          `json:"id"`
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
-func encodeModel(msgs []model.Message) (json.RawMessage, error) {
-	out := make([]storedModel, len(msgs))
-	for i, m := range msgs {
-		s := storedModel{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, ToolName: m.ToolName, IsError: m.IsError}
-		for _, c := range m.ToolCalls {
-			s.ToolCalls = append(s.ToolCalls, storedToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
-		}
-		out[i] = s
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the reply's model messages: %w", err)
-	}
-	return b, nil
-}
-
-// ModelMessages decodes the model messages m is made of: what the model
-// sees of it, and what its UI parts are drawn from.
-func (m Message) ModelMessages() ([]model.Message, error) {
-	if m.Model == nil {
-		return []model.Message{{Role: m.Role, Content: m.Text}}, nil
-	}
-	var stored []storedModel
-	if err := json.Unmarshal(m.Model, &stored); err != nil {
-		return nil, fmt.Errorf("reading stored message %q: %w", m.ID, err)
-	}
-	out := make([]model.Message, len(stored))
-	for i, s := range stored {
-		mm := model.Message{Role: s.Role, Content: s.Content, ToolCallID: s.ToolCallID, ToolName: s.ToolName, IsError: s.IsError}
-		for _, c := range s.ToolCalls {
-			mm.ToolCalls = append(mm.ToolCalls, model.ToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
-		}
-		out[i] = mm
-	}
-	return out, nil
 }

@@ -1,4 +1,4 @@
-package memory
+package turn
 
 import (
 	"encoding/json"
@@ -7,16 +7,17 @@ import (
 	"testing"
 
 	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/memory"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
 // stored makes a tail from "role:text" (or "role:text#id", "role:text!"
 // for a pending message).
-func stored(specs ...string) []Message {
-	var out []Message
+func stored(specs ...string) []memory.Message {
+	var out []memory.Message
 	for i, s := range specs {
 		role, text, _ := strings.Cut(s, ":")
-		m := Message{Seq: int64(i + 1), Role: role}
+		m := memory.Message{Seq: int64(i + 1), Role: role}
 		if strings.HasSuffix(text, "!") {
 			text, m.Pending = strings.TrimSuffix(text, "!"), true
 		}
@@ -40,7 +41,7 @@ func request(specs ...string) []agent.Message {
 func TestNewMessages(t *testing.T) {
 	tests := []struct {
 		name    string
-		tail    []Message
+		tail    []memory.Message
 		req     []agent.Message
 		want    string // the new messages' texts
 		answers bool
@@ -100,13 +101,13 @@ func TestOverlapIsLinear(t *testing.T) {
 }
 
 func TestWindow(t *testing.T) {
-	reply := func(id string, model string) Message {
-		return Message{ID: id, Role: "assistant", Model: json.RawMessage(model)}
+	reply := func(id string, model string) memory.Message {
+		return memory.Message{ID: id, Role: "assistant", Model: json.RawMessage(model)}
 	}
 	round := `[{"role":"assistant","content":"","toolCalls":[{"id":"c1","name":"weatherTool","args":{}},{"id":"c2","name":"weatherTool","args":{}}]},` +
 		`{"role":"tool","content":"{}","toolCallId":"c1","toolName":"weatherTool"},{"role":"tool","content":"{}","toolCallId":"c2","toolName":"weatherTool","isError":true},` +
 		`{"role":"assistant","content":"done"}]`
-	tail := []Message{{Role: "user", Text: "u1"}, reply("a1", `[{"role":"assistant","content":"A1"}]`), {Role: "user", Text: "u2"}, reply("a2", round)}
+	tail := []memory.Message{{Role: "user", Text: "u1"}, reply("a1", `[{"role":"assistant","content":"A1"}]`), {Role: "user", Text: "u2"}, reply("a2", round)}
 	for _, tc := range []struct {
 		n    int
 		want string

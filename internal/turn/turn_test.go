@@ -1,4 +1,4 @@
-package memory_test
+package turn_test
 
 import (
 	"bufio"
@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -129,14 +128,6 @@ func (c client) messages(thread, resource string) []api.UIMessage {
 	}
 }
 
-func text(m api.UIMessage) string {
-	var b strings.Builder
-	for _, p := range m.Parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
-}
-
 // expectError checks a JSON error body.
 func expectError(t *testing.T, what string, status int, body []byte, wantStatus int, wantMsg string) {
 	t.Helper()
@@ -210,8 +201,8 @@ func TestClientHabits(t *testing.T) {
 				}
 				for i, m := range stored {
 					want := convo[i]
-					if m.Role != want.Role || text(m) != want.Content || m.Metadata.Pending {
-						t.Fatalf("message %d is %s %q (pending %v), want %s %q", i, m.Role, text(m), m.Metadata.Pending, want.Role, want.Content)
+					if m.Role != want.Role || apitest.PartsText(m) != want.Content || m.Metadata.Pending {
+						t.Fatalf("message %d is %s %q (pending %v), want %s %q", i, m.Role, apitest.PartsText(m), m.Metadata.Pending, want.Role, want.Content)
 					}
 					if want.ID != "" && m.ID != want.ID {
 						t.Fatalf("message %d has id %s, want %s", i, m.ID, want.ID)
@@ -292,51 +283,8 @@ func TestConcurrentTurns(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
 		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = time.Millisecond })
 		const n = 20
-		var wg sync.WaitGroup
-		errs := make(chan string, n)
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				path := generatePath
-				if i%2 == 1 {
-					path = streamPath
-				}
-				res, err := http.Post(c.URL+path, "application/json", strings.NewReader(reqBody("busy", "r", user(fmt.Sprintf("Message %d of %d.", i, n)))))
-				if err != nil {
-					errs <- err.Error()
-					return
-				}
-				b, _ := io.ReadAll(res.Body)
-				res.Body.Close()
-				if res.StatusCode != 200 || strings.Contains(string(b), `"type":"error"`) {
-					errs <- fmt.Sprintf("request %d: %d %s", i, res.StatusCode, b)
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for e := range errs {
-			t.Error(e)
-		}
-		stored := c.messages("busy", "r")
-		if len(stored) != 2*n {
-			t.Fatalf("the thread holds %d messages, want %d", len(stored), 2*n)
-		}
-		seen := map[string]bool{}
-		for i := 0; i < len(stored); i += 2 {
-			u, a := stored[i], stored[i+1]
-			if u.Role != "user" || a.Role != "assistant" || seen[text(u)] {
-				t.Fatalf("messages %d and %d: %s %q, %s", i, i+1, u.Role, text(u), a.Role)
-			}
-			seen[text(u)] = true
-			if !strings.Contains(text(a), `You asked: "`+text(u)+`"`) {
-				t.Fatalf("reply %d does not answer the message before it (%q): %s", i+1, text(u), text(a))
-			}
-			if i > 0 && !strings.Contains(text(a), `Earlier you mentioned: "`+text(stored[i-2])+`"`) {
-				t.Fatalf("reply %d does not see the turn before it: %s", i+1, text(a))
-			}
-		}
+		apitest.TurnsAtOnce(t, n, "busy", "r", c.URL)
+		apitest.CheckTurnsInOrder(t, c.messages("busy", "r"), n)
 	})
 }
 
@@ -369,7 +317,7 @@ func TestBusyThread(t *testing.T) {
 			t.Fatal(err)
 		}
 		stored := c.messages("t", "r")
-		if len(stored) != 2 || text(stored[0]) != "Tell me a story." {
+		if len(stored) != 2 || apitest.PartsText(stored[0]) != "Tell me a story." {
 			t.Fatalf("the thread holds %d messages", len(stored))
 		}
 		c.turn(false, reqBody("t", "r", user("Are you there?")))
@@ -416,7 +364,7 @@ func TestForeignRequestDoesNotWait(t *testing.T) {
 		if _, err := io.Copy(io.Discard, rd); err != nil {
 			t.Fatal(err)
 		}
-		if stored := c.messages("t", "r"); len(stored) != 1 || text(stored[0]) != "Tell me a story." {
+		if stored := c.messages("t", "r"); len(stored) != 1 || apitest.PartsText(stored[0]) != "Tell me a story." {
 			t.Fatalf("the thread holds %d messages, want the owner's 1", len(stored))
 		}
 	})
@@ -515,7 +463,7 @@ func TestDisconnectMidStream(t *testing.T) {
 		res.Body.Close()
 		// The next turn waits for the cancelled one to let go of the thread.
 		r := c.turn(false, reqBody("t", "r", user("Are you still there?")))
-		if len(r.ui) != 3 || text(r.ui[0]) != "Tell me a long story." {
+		if len(r.ui) != 3 || apitest.PartsText(r.ui[0]) != "Tell me a long story." {
 			t.Fatalf("the turn answers %+v", r.ui)
 		}
 		stored := c.messages("t", "r")
@@ -523,7 +471,7 @@ func TestDisconnectMidStream(t *testing.T) {
 		for _, m := range stored {
 			got = append(got, m.Role)
 			if m.Metadata.Pending {
-				t.Fatalf("message %q still pending", text(m))
+				t.Fatalf("message %q still pending", apitest.PartsText(m))
 			}
 		}
 		if strings.Join(got, " ") != "user user assistant" {

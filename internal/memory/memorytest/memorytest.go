@@ -16,6 +16,10 @@ import (
 	"github.com/companionhq/companion/internal/memory"
 )
 
+// window is how many messages a turn reads of its thread's tail by
+// default (turn.DefaultWindow).
+const window = 20
+
 // Harness opens the store under test.
 type Harness struct {
 	// Fresh makes a new empty database and returns a function that opens
@@ -581,7 +585,7 @@ func testAnswerEndsTurn(t *testing.T, h Harness) {
 			t.Fatalf("turn %d: %v", i, err)
 		}
 		if _, _, err := turn.Begin(ctx, memory.Thread{ID: "t", ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base},
-			memory.DefaultWindow, []string{fmt.Sprint("u", i)}, func(_ memory.Thread, _ []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+			window, []string{fmt.Sprint("u", i)}, func(_ memory.Thread, _ []memory.Message, _ map[string]bool) ([]memory.Message, error) {
 				return []memory.Message{msg(fmt.Sprint("u", i), "user", "hi", 2*i)}, nil
 			}); err != nil {
 			t.Fatalf("turn %d: %v", i, err)
@@ -939,7 +943,7 @@ func Seed(tb testing.TB, s memory.Store, id string, n int) {
 
 // BenchHistory measures what a turn reads of its thread before the run:
 // taking its turn and Begin reading the thread and the tail of window
-// messages, as memory does it (memory.LockAndBegin), with nothing new to
+// messages, as a turn does it (memory.LockAndBegin), with nothing new to
 // store; for threads of 10, 20 (a full window) and 100,000 messages. The
 // last two read the same rows and should cost about the same.
 func BenchHistory(b *testing.B, h Harness) {
@@ -956,11 +960,11 @@ func BenchHistory(b *testing.B, h Harness) {
 			th := memory.Thread{ID: "bench", ResourceID: "bench", Metadata: json.RawMessage(`{}`), CreatedAt: base, UpdatedAt: base}
 			for b.Loop() {
 				var tail []memory.Message
-				turn, _, _, err := memory.LockAndBegin(ctx, s, th, memory.DefaultWindow, nil, func(_ memory.Thread, t []memory.Message, _ map[string]bool) ([]memory.Message, error) {
+				turn, _, _, err := memory.LockAndBegin(ctx, s, th, window, nil, func(_ memory.Thread, t []memory.Message, _ map[string]bool) ([]memory.Message, error) {
 					tail = t
 					return nil, nil
 				})
-				if err != nil || len(tail) != min(n, memory.DefaultWindow) {
+				if err != nil || len(tail) != min(n, window) {
 					b.Fatalf("tail of %d: %v", len(tail), err)
 				}
 				turn.Unlock()
@@ -987,10 +991,10 @@ func BenchTurn(b *testing.B, h Harness) {
 			i := 0
 			for b.Loop() {
 				i++
-				turn, _, stored, err := memory.LockAndBegin(ctx, s, th, memory.DefaultWindow, []string{fmt.Sprint("bu", i)},
+				turn, _, stored, err := memory.LockAndBegin(ctx, s, th, window, []string{fmt.Sprint("bu", i)},
 					func(_ memory.Thread, tail []memory.Message, _ map[string]bool) ([]memory.Message, error) {
 						// Each turn adds two messages to the n seeded.
-						if want := min(memory.DefaultWindow, n+2*(i-1)); len(tail) != want {
+						if want := min(window, n+2*(i-1)); len(tail) != want {
 							return nil, fmt.Errorf("a tail of %d, want %d", len(tail), want)
 						}
 						return []memory.Message{msg(fmt.Sprint("bu", i), "user", "How was your day?", n+i)}, nil

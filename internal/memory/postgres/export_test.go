@@ -1,6 +1,10 @@
 package postgres
 
-import "context"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // RenewLeases renews the leases of the store's turns now, as its renewer
 // does every Lease/3.
@@ -20,3 +24,6 @@ const (
 )
 
 var InsertMessageSQL = insertMessageSQL
+
+// Pool is the connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }

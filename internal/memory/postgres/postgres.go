@@ -168,9 +168,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// Pool is the connection pool, for tests.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
 // Close implements memory.Store.
 func (s *Store) Close() error {
 	s.closing.Do(func() {
@@ -304,7 +301,7 @@ func (s *Store) UpdateThread(ctx context.Context, id, resourceID string, title *
 		meta = &m
 	}
 	return scanThread(s.pool.QueryRow(ctx, `UPDATE threads SET title = coalesce($1, title), metadata = coalesce($2::jsonb, metadata), updated_at = $3
-		WHERE id = $4 AND resource_id = $5 RETURNING `+threadCols, title, meta, memory.Micro(now), id, resourceID))
+		WHERE id = $4 AND resource_id = $5 RETURNING `+threadCols, title, meta, memory.AsStored(now), id, resourceID))
 }
 
 const messageCols = `seq, id, role, text, model, pending, run_id, created_at`
@@ -576,7 +573,7 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 	}
 	if _, err := t.s.pool.Exec(ctx, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 		VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
-		t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt)); err != nil {
+		t.id, th.ResourceID, th.Title, string(meta), memory.AsStored(th.CreatedAt), memory.AsStored(th.UpdatedAt)); err != nil {
 		return memory.Thread{}, fmt.Errorf("creating thread %q: %w", t.id, err)
 	}
 	return t.Thread(ctx)
@@ -636,7 +633,7 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		b.Queue(holdSQL, t.id, t.owner)
 		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
 			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
-			t.id, th.ResourceID, th.Title, string(meta), memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt))
+			t.id, th.ResourceID, th.Title, string(meta), memory.AsStored(th.CreatedAt), memory.AsStored(th.UpdatedAt))
 		b.Queue(threadSQL, t.id)
 		b.Queue(tailSQL, t.id, max(n, 0))
 		b.Queue(knownSQL, t.id, ids)
@@ -891,9 +888,9 @@ var (
 // the numbering's answer.
 func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read func(br pgx.BatchResults) ([]memory.Message, error)) {
 	latest, size := extent(msgs)
-	b.Queue(numberSQL, len(msgs), memory.Micro(latest), threadID, size)
+	b.Queue(numberSQL, len(msgs), memory.AsStored(latest), threadID, size)
 	for i, m := range msgs {
-		b.Queue(insertMessageSQL, threadID, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, memory.Micro(m.CreatedAt), int64(len(msgs)-1-i))
+		b.Queue(insertMessageSQL, threadID, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, memory.AsStored(m.CreatedAt), int64(len(msgs)-1-i))
 	}
 	return func(br pgx.BatchResults) ([]memory.Message, error) {
 		var last int64
@@ -918,7 +915,7 @@ func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read fun
 func copyMessages(ctx context.Context, tx *pgxpool.Conn, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	latest, size := extent(msgs)
 	var last int64
-	err := tx.QueryRow(ctx, numberSQL, len(msgs), memory.Micro(latest), threadID, size).Scan(&last)
+	err := tx.QueryRow(ctx, numberSQL, len(msgs), memory.AsStored(latest), threadID, size).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
@@ -955,7 +952,7 @@ func numbered(msgs []memory.Message, last int64) []memory.Message {
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
-		m.CreatedAt = memory.Micro(m.CreatedAt)
+		m.CreatedAt = memory.AsStored(m.CreatedAt)
 		out[i] = m
 	}
 	return out

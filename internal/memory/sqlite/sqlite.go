@@ -246,9 +246,6 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-// DB is the database, for tests and tools that check the file.
-func (s *Store) DB() *sql.DB { return s.db }
-
 // Close implements memory.Store: it refuses new writes, waits for those
 // queued to commit and for the checkpointer, then closes the file.
 func (s *Store) Close() error {
@@ -398,7 +395,7 @@ func (s *Store) UpdateThread(ctx context.Context, id, resourceID string, title *
 		meta = string(metadata)
 	}
 	return scanThread(s.db.QueryRowContext(ctx, `UPDATE threads SET title = coalesce(?, title), metadata = coalesce(?, metadata), updated_at = ?
-		WHERE id = ? AND resource_id = ? RETURNING `+threadCols, title, meta, memory.Micro(now).UnixMicro(), id, resourceID))
+		WHERE id = ? AND resource_id = ? RETURNING `+threadCols, title, meta, memory.AsStored(now).UnixMicro(), id, resourceID))
 }
 
 const messageCols = `seq, id, role, text, model, pending, run_id, created_at`
@@ -510,7 +507,7 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 		// As the insert below stores it.
 		cur = th
 		cur.Metadata = meta
-		cur.CreatedAt, cur.UpdatedAt = memory.Micro(th.CreatedAt), memory.Micro(th.UpdatedAt)
+		cur.CreatedAt, cur.UpdatedAt = memory.AsStored(th.CreatedAt), memory.AsStored(th.UpdatedAt)
 		cur.Bytes = 0
 	case err != nil:
 		return th, nil, err
@@ -599,7 +596,7 @@ func (t *turn) reads(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, n int, i
 // exists.
 func (t *turn) insertThread(ctx context.Context, tx *sql.Tx, th memory.Thread, meta json.RawMessage) (sql.Result, error) {
 	res, err := tx.StmtContext(ctx, t.s.stInsertThread).ExecContext(ctx, t.id, th.ResourceID, th.Title, string(meta),
-		memory.Micro(th.CreatedAt).UnixMicro(), memory.Micro(th.UpdatedAt).UnixMicro())
+		memory.AsStored(th.CreatedAt).UnixMicro(), memory.AsStored(th.UpdatedAt).UnixMicro())
 	if err != nil {
 		return nil, fmt.Errorf("creating thread %q: %w", t.id, err)
 	}
@@ -701,7 +698,7 @@ func (t *turn) Delete(ctx context.Context) error {
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, string, error) {
 	var latest, size int64
 	for _, m := range msgs {
-		latest = max(latest, memory.Micro(m.CreatedAt).UnixMicro())
+		latest = max(latest, memory.AsStored(m.CreatedAt).UnixMicro())
 		size += m.Size()
 	}
 	var last int64
@@ -718,7 +715,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
-		m.CreatedAt = memory.Micro(m.CreatedAt)
+		m.CreatedAt = memory.AsStored(m.CreatedAt)
 		if _, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt.UnixMicro()); err != nil {
 			return nil, "", fmt.Errorf("storing message %q: %w", m.ID, err)
 		}
