@@ -155,9 +155,12 @@ func testScaleOut(t *testing.T, bin string) {
 
 // testKill: SIGKILL in the middle of a stream leaves the database
 // consistent: after a restart the thread reads back with the user's message
-// and no half-written reply, and the next turn works.
+// and no half-written reply, and the next turn works. With the lock wait at
+// 5 s, far below the 30 s a lease lasts, the next turn is answered only if
+// the dead instance let go of the thread at once (on PostgreSQL, its
+// leases die with its connections).
 func testKill(t *testing.T, bin, db string) {
-	env := []string{"COMPANION_DATABASE_URL=" + db, "COMPANION_FAKE_TOKEN_DELAY=30ms"}
+	env := []string{"COMPANION_DATABASE_URL=" + db, "COMPANION_FAKE_TOKEN_DELAY=30ms", "COMPANION_LOCK_WAIT=5s"}
 	p := startProc(t, bin, env...)
 	res, err := http.Post(p.url+"/api/agents/companionAgent/stream", "application/json", strings.NewReader(turnBody("k", "r", "Tell me a long story.")))
 	if err != nil {

@@ -27,3 +27,6 @@ var InsertMessageSQL = insertMessageSQL
 
 // Pool is the connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// PresenceKey is the key of the instance's presence lock now, 0 for none.
+func (s *Store) PresenceKey() int32 { return s.presence.key.Load() }

@@ -3,7 +3,10 @@
 //
 // A turn holds its thread with a lease (a row of thread_leases, renewed
 // while the turn lasts), so turns on one thread never interleave across
-// instances, and a turn holds no connection while the model answers. Every
+// instances, and a turn holds no connection while the model answers. A
+// lease names its instance's presence, an advisory lock held on a
+// connection of its own, so that a crashed instance's leases are free as
+// soon as the server sees its connections close. Every
 // write of a turn checks in its transaction that the lease is still its
 // own. In front of the lease, an in-process queue lines up one instance's
 // own requests for a thread.
@@ -47,6 +50,9 @@ type Store struct {
 	locks locks.Set
 	// latest is the schema version this build migrates to, for Ping.
 	latest int
+	// presence frees this instance's leases the moment its connections
+	// drop (presence.go).
+	presence *presence
 
 	// held is the turns holding a lease, which one goroutine renews
 	// together (a goroutine and a timer for each would cost every open
@@ -106,6 +112,10 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: migrating: %w", err)
+	}
+	if s.presence, err = startPresence(ctx, cfg.ConnConfig.Copy()); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	s.held, s.stop, s.done = map[*turn]struct{}{}, make(chan struct{}), make(chan struct{})
 	go s.renew()
@@ -173,6 +183,7 @@ func (s *Store) Close() error {
 	s.closing.Do(func() {
 		close(s.stop)
 		<-s.done
+		s.presence.close()
 	})
 	s.pool.Close()
 	return nil
@@ -322,7 +333,9 @@ func (s *Store) Messages(ctx context.Context, threadID string, offset, limit int
 }
 
 // Lease bounds how long a turn's hold on its thread outlives an instance
-// that stopped renewing it (a crash); renewals come every Lease/3.
+// that stopped renewing it while still connected (a hung process); an
+// instance whose connections dropped (a crash) lets go at once (presence.go).
+// Renewals come every Lease/3.
 const Lease = 30 * time.Second
 
 // errLeaseLost is the error of a turn whose lease another instance took
@@ -368,7 +381,7 @@ func (s *Store) hold(t *turn) {
 }
 
 func (s *Store) lease(ctx context.Context, threadID string, deadline time.Time) (*turn, error) {
-	owner := uuid.NewString()
+	owner := s.presence.owner(uuid.NewString())
 	pause := 5 * time.Millisecond
 	for {
 		taken, err := s.takeLease(ctx, threadID, owner)
@@ -548,11 +561,12 @@ func (t *turn) Unlock() {
 // ends; releaseSQL drops it when the transaction commits (Answer, a turn's
 // last write, saves the commit and the round trip of a separate delete).
 const (
-	// takeSQL takes thread $1's lease for owner $2, for $3, when it is free
-	// or expired; it changes nothing when another turn holds it.
+	// takeSQL takes thread $1's lease for owner $2, for $3, when it is
+	// free, expired, or held by an instance that is gone (its presence,
+	// presence.go); it changes nothing when another turn holds it.
 	takeSQL = `INSERT INTO thread_leases (thread_id, owner, expires) VALUES ($1, $2, now() + $3::interval)
 			ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires
-			WHERE thread_leases.expires < now()`
+			WHERE thread_leases.expires < now() OR NOT lease_holder_alive(thread_leases.owner)`
 	holdSQL       = `SELECT turn_holds($1, $2, false)`
 	releaseSQL    = `SELECT turn_holds($1, $2, true)`
 	leaseLostCode = "CL001"
@@ -594,7 +608,7 @@ func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []st
 	if err != nil {
 		return nil, th, nil, err
 	}
-	t := &turn{s: s, id: th.ID, owner: uuid.NewString(), releaseLocal: release}
+	t := &turn{s: s, id: th.ID, owner: s.presence.owner(uuid.NewString()), releaseLocal: release}
 	held := false
 	defer func() {
 		if !held {

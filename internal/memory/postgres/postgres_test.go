@@ -58,13 +58,13 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 6 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 7 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (6)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (7)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
@@ -690,4 +690,83 @@ func TestPlansOutlastTinyTables(t *testing.T) {
 		t.Errorf("with sequential scans allowed, no cached plan read more than %d rows: the test no longer shows what the store's setting prevents", most)
 	}
 	t.Logf("with sequential scans allowed, %d of %d cached plans scanned their table", scanned, len(statements))
+}
+
+// TestCrashedInstanceLetsGo: the leases of an instance whose connection to
+// the database is gone (its presence, as a crash or kill -9 ends it) are
+// free at once, not after Lease; the turn that held one can no longer
+// write; the instance, connected again, takes leases under a new key that
+// others respect again. A lease of an older version, which names no
+// presence, still lasts until it expires.
+func TestCrashedInstanceLetsGo(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	var a, b *postgres.Store
+	for _, s := range []**postgres.Store{&a, &b} {
+		var err error
+		if *s, err = postgres.Open(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		defer (*s).Close()
+	}
+	stale, err := a.Lock(ctx, "x", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stale.Unlock()
+	if _, err := b.Lock(ctx, "x", 0); !errors.Is(err, memory.ErrBusy) {
+		t.Fatalf("a thread held by a live instance: %v, want ErrBusy", err)
+	}
+	old := a.PresenceKey()
+	if old == 0 {
+		t.Fatal("the instance has no presence")
+	}
+	// The presence's connection dies as a crashed process's would.
+	var killed bool
+	if err := b.Pool().QueryRow(ctx, `SELECT bool_or(pg_terminate_backend(pid)) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND objid = $1::bigint::oid`, old).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminating the presence: %v %v", killed, err)
+	}
+	start := time.Now()
+	taken, err := b.Lock(ctx, "x", 5*time.Second)
+	if err != nil {
+		t.Fatalf("the thread of an instance that is gone was not taken: %v", err)
+	}
+	if waited := time.Since(start); waited > 3*time.Second {
+		t.Fatalf("the thread was taken after %s, want at once", waited)
+	}
+	th := memory.Thread{ID: "x", ResourceID: "r", CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	none := func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }
+	if _, _, err := stale.Begin(ctx, th, 10, nil, none); err == nil || !strings.Contains(err.Error(), "hold on its thread was lost") {
+		t.Fatalf("the turn of the gone instance wrote: %v", err)
+	}
+	if _, _, err := taken.Begin(ctx, th, 10, nil, none); err != nil {
+		t.Fatalf("the new holder cannot write: %v", err)
+	}
+	taken.Unlock()
+
+	// Connected again, under a new key, its leases hold.
+	deadline := time.Now().Add(10 * time.Second)
+	for a.PresenceKey() == 0 || a.PresenceKey() == old {
+		if time.Now().After(deadline) {
+			t.Fatal("the instance did not take a new presence")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	again, err := a.Lock(ctx, "y", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Unlock()
+	if _, err := b.Lock(ctx, "y", 0); !errors.Is(err, memory.ErrBusy) {
+		t.Fatalf("a thread held under the new presence: %v, want ErrBusy", err)
+	}
+
+	// A lease without a presence (an older version's) lives until it expires.
+	if _, err := b.Pool().Exec(ctx, `INSERT INTO thread_leases VALUES ('z', 'an-older-instance', now() + interval '1 minute')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Lock(ctx, "z", 0); !errors.Is(err, memory.ErrBusy) {
+		t.Fatalf("an older version's live lease: %v, want ErrBusy", err)
+	}
 }
