@@ -141,8 +141,10 @@ type Store interface {
 	// (inclusive, as Day formats them) that have some, oldest first, each
 	// with its threads' (most used first).
 	UsageBetween(ctx context.Context, resourceID, from, to string) ([]DayUsage, error)
-	// Ping checks that the database answers and holds the schema this build
-	// expects: every table with every column it reads.
+	// Ping checks that the database answers, holds the schema this build
+	// expects (every table with every column it reads) and takes a write;
+	// a store that cannot write returns a *WriteError, also while a write
+	// of a turn failed so less than WriteHold ago.
 	Ping(ctx context.Context) error
 	// Close releases the store.
 	Close() error

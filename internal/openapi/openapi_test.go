@@ -117,8 +117,8 @@ var untestable = []struct {
 	status int
 	why    string
 }{
-	{[]string{"stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage", "health", "ready", "metrics"}, 500,
-		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (generate's 500, a reply that cannot be saved, is tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
+	{[]string{"generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage", "health", "ready", "metrics"}, 500,
+		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (A reply that cannot be saved is the store's failure: generate answers 503, tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
 	{[]string{"cancelRun", "metrics"}, 503,
 		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
 }
@@ -531,7 +531,7 @@ func providerScenarios(t *testing.T, c *checker) {
 }
 
 // storeScenarios: the database closes under runs in progress: their
-// replies cannot be saved (streams: INTERNAL_ERROR; generate: 500); then
+// replies cannot be saved (streams: INTERNAL_ERROR; generate: 503); then
 // every route that needs the database answers 503.
 func storeScenarios(t *testing.T, c *checker) {
 	svc := apptest.Start(t, func(cfg *app.Config) { cfg.FakeTokenDelay = 50 * time.Millisecond })
@@ -547,8 +547,8 @@ func storeScenarios(t *testing.T, c *checker) {
 	go func() {
 		defer close(generated)
 		res, b := c.do(t, svc, "POST", generate, runBody("lost-generate", story), nil)
-		if res.StatusCode != 500 {
-			t.Errorf("generate whose reply cannot be saved: %d %s, want 500", res.StatusCode, b)
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("generate whose reply cannot be saved: %d %s, want 503 with Retry-After", res.StatusCode, b)
 		}
 	}()
 	// The generate run has stored its message (pending) once the thread

@@ -181,12 +181,16 @@ func (failingTurn) Answer(context.Context, memory.Message, memory.Usage) ([]memo
 
 // TestReplyNotSaved: when the reply cannot be stored, the client is told:
 // the stream ends with an error instead of a normal run-finish, generate
-// answers 500. The message stays pending.
+// answers 503 with Retry-After, as every route does when the store fails.
+// The message stays pending.
 func TestReplyNotSaved(t *testing.T) {
 	c := serveWith(t, apptest.SQLiteURL(t), fakemodel.New(fakemodel.Options{}), func(s memory.Store) memory.Store { return failingAnswers{s} })
-	status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello")))
-	expectError(t, "generate", status, b, 500, "the reply could not be saved to the thread")
-	status, b = c.do("POST", streamPath, reqBody("t", "r", user("Hello")))
+	res, b := c.Do(t, "POST", generatePath, reqBody("t", "r", user("Hello")))
+	expectError(t, "generate", res.StatusCode, b, 503, "the reply could not be saved to the thread")
+	if res.Header.Get("Retry-After") != "5" {
+		t.Fatalf("generate: Retry-After %q, want 5", res.Header.Get("Retry-After"))
+	}
+	status, b := c.do("POST", streamPath, reqBody("t", "r", user("Hello")))
 	events, err := apitest.ReadSSE(strings.NewReader(string(b)))
 	if err != nil || status != 200 {
 		t.Fatalf("stream: %d %v", status, err)

@@ -145,8 +145,15 @@ func New(cfg Config) (*Turns, error) {
 	return t, nil
 }
 
-// Ping checks the store.
-func (t *Turns) Ping(ctx context.Context) error { return t.cfg.Store.Ping(ctx) }
+// Ping checks the store: it answers, holds the expected schema, and
+// writes. A store that cannot write is not ready, and says why.
+func (t *Turns) Ping(ctx context.Context) error {
+	err := t.cfg.Store.Ping(ctx)
+	if we := (*memory.WriteError)(nil); errors.As(err, &we) {
+		return apperr.Wrap(apperr.Unavailable, err, "not ready: the conversation store cannot write: %s", we.Reason).After(StoreRetryAfter)
+	}
+	return err
+}
 
 // Outcome is a finished turn: the run, and what it left in the thread.
 type Outcome struct {
@@ -318,14 +325,16 @@ func (t *Turns) takeBusy(ctx context.Context, in agent.Input, tmpl memory.Thread
 // counts its tokens.
 func (t *Turns) saveReply(ctx context.Context, s *State) error {
 	reply, err := StoredReply(s.Result)
-	var answered []memory.Message
-	if err == nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
-		defer cancel()
-		answered, reply, err = s.held.Answer(sctx, reply, t.usage(s.In.ResourceID, s.In.ThreadID, s.Result.Usage, s.Result.Cost))
-	}
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, err, "the reply could not be saved to the thread: the details are in the server log")
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveTimeout)
+	defer cancel()
+	answered, reply, err := s.held.Answer(sctx, reply, t.usage(s.In.ResourceID, s.In.ThreadID, s.Result.Usage, s.Result.Cost))
+	if err != nil {
+		// The store's failure, as on every route: the client may send the
+		// message again, which the thread keeps, pending.
+		return apperr.Wrap(apperr.Unavailable, err, "the reply could not be saved to the thread: the conversation store failed; the details are in the server log").After(StoreRetryAfter)
 	}
 	s.Stored = append(answered, reply)
 	return nil
@@ -392,6 +401,10 @@ func owns(th memory.Thread, resourceID string) error {
 	return apperr.New(apperr.Forbidden, "thread %q belongs to another resource", th.ID)
 }
 
+// StoreRetryAfter is the Retry-After of every answer that the store is
+// unavailable.
+const StoreRetryAfter = 5 * time.Second
+
 // storeErr is a store failure as the client sees it; the cause is logged.
 func storeErr(err error) error {
 	var ae *apperr.Error
@@ -401,7 +414,7 @@ func storeErr(err error) error {
 	if errors.Is(err, context.Canceled) {
 		return apperr.Wrap(apperr.Unavailable, err, "the request was cancelled")
 	}
-	return apperr.Wrap(apperr.Unavailable, err, "the conversation store failed: the details are in the server log")
+	return apperr.Wrap(apperr.Unavailable, err, "the conversation store failed: the details are in the server log").After(StoreRetryAfter)
 }
 
 // checkInput refuses what the stores cannot hold, and message ids that

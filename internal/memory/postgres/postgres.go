@@ -19,6 +19,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -203,7 +205,33 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("checking the schema: %w", err)
 	}
+	// A write of its own: a database that cannot write is not ready,
+	// though it still reads.
+	if _, err := s.pool.Exec(ctx, `INSERT INTO ready_probe (id, at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET at = excluded.at`); err != nil {
+		return writeErr(fmt.Errorf("writing: %w", err))
+	}
 	return nil
+}
+
+// writeErr is err as a *memory.WriteError when PostgreSQL says it cannot
+// write, else err.
+func writeErr(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	var reason string
+	switch {
+	case pe.Code == "53100": // disk_full
+		reason = "the database server's disk is full"
+	case strings.HasPrefix(pe.Code, "53"): // insufficient resources
+		reason = "the database server is out of resources"
+	case pe.Code == "25006": // read_only_sql_transaction
+		reason = "the database is read-only"
+	default:
+		return err
+	}
+	return &memory.WriteError{Reason: reason, Err: err}
 }
 
 // Used implements memory.Store.
@@ -635,63 +663,68 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	}
 	cur := th
 	var out []memory.Message
-	err := t.s.within(ctx, func(conn *pgxpool.Conn) error {
-		// Two round trips: BEGIN, the lease's check and the reads in one;
-		// the writes the plan makes of them and COMMIT in the other (a
-		// third when the messages are many enough to be copied in).
-		var b pgx.Batch
-		b.Queue(`BEGIN`)
-		if take {
-			b.Queue(takeSQL, t.id, t.owner, Lease.String())
-		}
-		b.Queue(holdSQL, t.id, t.owner)
-		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
-			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
-			t.id, th.ResourceID, th.Title, string(meta), memory.AsStored(th.CreatedAt), memory.AsStored(th.UpdatedAt))
-		b.Queue(threadSQL, t.id)
-		b.Queue(tailSQL, t.id, max(n, 0))
-		b.Queue(knownSQL, t.id, ids)
-		var tail []memory.Message
-		var known map[string]bool
-		err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
-			if _, err := br.Exec(); err != nil {
-				return err
-			}
+	// A lost connection is tried again on a fresh one (retryLost): the
+	// transaction rolled back, so the plan starts over.
+	err := retryLost(ctx, func() error {
+		cur, out = th, nil
+		return t.s.within(ctx, func(conn *pgxpool.Conn) error {
+			// Two round trips: BEGIN, the lease's check and the reads in one;
+			// the writes the plan makes of them and COMMIT in the other (a
+			// third when the messages are many enough to be copied in).
+			var b pgx.Batch
+			b.Queue(`BEGIN`)
 			if take {
+				b.Queue(takeSQL, t.id, t.owner, Lease.String())
+			}
+			b.Queue(holdSQL, t.id, t.owner)
+			b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
+				t.id, th.ResourceID, th.Title, string(meta), memory.AsStored(th.CreatedAt), memory.AsStored(th.UpdatedAt))
+			b.Queue(threadSQL, t.id)
+			b.Queue(tailSQL, t.id, max(n, 0))
+			b.Queue(knownSQL, t.id, ids)
+			var tail []memory.Message
+			var known map[string]bool
+			err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 				if _, err := br.Exec(); err != nil {
-					return fmt.Errorf("locking thread %q: %w", t.id, err)
+					return err
 				}
-			}
-			if _, err := br.Exec(); err != nil {
-				return t.leaseErr(err)
-			}
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("creating thread %q: %w", t.id, err)
-			}
-			var err error
-			if cur, err = scanThread(br.QueryRow()); err != nil {
+				if take {
+					if _, err := br.Exec(); err != nil {
+						return fmt.Errorf("locking thread %q: %w", t.id, err)
+					}
+				}
+				if _, err := br.Exec(); err != nil {
+					return t.leaseErr(err)
+				}
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("creating thread %q: %w", t.id, err)
+				}
+				var err error
+				if cur, err = scanThread(br.QueryRow()); err != nil {
+					return err
+				}
+				rows, err := br.Query()
+				if err != nil {
+					return fmt.Errorf("reading messages: %w", err)
+				}
+				if tail, err = collectMessages(rows); err != nil {
+					return err
+				}
+				slices.Reverse(tail)
+				known, err = collectKnown(br.Query())
 				return err
-			}
-			rows, err := br.Query()
+			})
 			if err != nil {
-				return fmt.Errorf("reading messages: %w", err)
-			}
-			if tail, err = collectMessages(rows); err != nil {
 				return err
 			}
-			slices.Reverse(tail)
-			known, err = collectKnown(br.Query())
+			msgs, err := plan(cur, tail, known)
+			if err != nil {
+				return err
+			}
+			out, err = appendCommit(ctx, conn, t.id, msgs)
 			return err
 		})
-		if err != nil {
-			return err
-		}
-		msgs, err := plan(cur, tail, known)
-		if err != nil {
-			return err
-		}
-		out, err = appendCommit(ctx, conn, t.id, msgs)
-		return err
 	})
 	if err != nil {
 		return cur, nil, err
@@ -752,37 +785,19 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 	// One round trip: a batch sent outside a transaction runs as one
 	// implicit transaction, which the lease's check (and drop) rolls back
 	// when it raises. In it: the answered marks, the reply, the usage.
-	var b pgx.Batch
-	b.Queue(releaseSQL, t.id, t.owner)
-	b.Queue(answeredSQL, t.id)
-	readAppend := queueAppend(&b, t.id, []memory.Message{reply})
 	counted := u.Counts()
-	if counted {
-		queueUsage(&b, u)
-	}
 	var answered, stored []memory.Message
-	err := readBatch(t.s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return t.leaseErr(err)
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("marking messages answered: %w", err)
-		}
-		if answered, err = collectMessages(rows); err != nil {
-			return fmt.Errorf("marking messages answered: %w", err)
-		}
-		if stored, err = readAppend(br); err != nil {
-			return err
-		}
+	err := retryLost(ctx, func() error {
+		var b pgx.Batch
+		b.Queue(releaseSQL, t.id, t.owner)
+		b.Queue(answeredSQL, t.id)
+		readAppend := queueAppend(&b, t.id, []memory.Message{reply})
 		if counted {
-			for range 2 {
-				if _, err := br.Exec(); err != nil {
-					return fmt.Errorf("counting usage: %w", err)
-				}
-			}
+			queueUsage(&b, u)
 		}
-		return nil
+		return readBatch(t.s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			return t.readAnswer(br, readAppend, counted, &answered, &stored)
+		})
 	})
 	if err != nil {
 		return nil, memory.Message{}, err
@@ -790,6 +805,57 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 	t.released.Store(true)
 	slices.SortFunc(answered, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
 	return answered, stored[0], nil
+}
+
+// readAnswer reads the results of Answer's batch.
+func (t *turn) readAnswer(br pgx.BatchResults, readAppend func(pgx.BatchResults) ([]memory.Message, error), counted bool, answered, stored *[]memory.Message) error {
+	if _, err := br.Exec(); err != nil {
+		return t.leaseErr(err)
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return fmt.Errorf("marking messages answered: %w", err)
+	}
+	if *answered, err = collectMessages(rows); err != nil {
+		return fmt.Errorf("marking messages answered: %w", err)
+	}
+	if *stored, err = readAppend(br); err != nil {
+		return err
+	}
+	if counted {
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("counting usage: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// retryLost runs fn, and once more when it failed because its connection
+// was lost (a backend terminated, a server restarted, a network cut): the
+// pool gives the second try a fresh connection. fn must be a whole
+// transaction, which the lost connection rolled back; a turn's writes are,
+// and each checks the turn's lease, so a try whose commit went through
+// unseen cannot be written twice.
+func retryLost(ctx context.Context, fn func() error) error {
+	err := fn()
+	if err != nil && connLost(err) && ctx.Err() == nil {
+		err = fn()
+	}
+	return err
+}
+
+// connLost reports whether err says the connection it came on was lost.
+func connLost(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// connection_exception; admin_shutdown, crash_shutdown,
+		// cannot_connect_now.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) || pgconn.SafeToRetry(err)
 }
 
 func (t *turn) Delete(ctx context.Context) error {

@@ -58,13 +58,13 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 7 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 8 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (7)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (8)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
@@ -768,5 +768,102 @@ func TestCrashedInstanceLetsGo(t *testing.T) {
 	}
 	if _, err := b.Lock(ctx, "z", 0); !errors.Is(err, memory.ErrBusy) {
 		t.Fatalf("an older version's live lease: %v, want ErrBusy", err)
+	}
+}
+
+// TestPingWrites: a database that refuses writes (here a full disk, as the
+// server reports it, raised by a trigger) is reported by Ping as a store
+// that cannot write, with the reason, though it still reads; and as ready
+// once writes go through again.
+func TestPingWrites(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("a fresh store: %v", err)
+	}
+	for _, q := range []string{
+		`CREATE FUNCTION no_room() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = '53100'; END $$`,
+		`CREATE TRIGGER no_room BEFORE INSERT OR UPDATE ON ready_probe FOR EACH ROW EXECUTE FUNCTION no_room()`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var we *memory.WriteError
+	if err := s.Ping(ctx); !errors.As(err, &we) || we.Reason != "the database server's disk is full" {
+		t.Fatalf("Ping with no room to write: %v", err)
+	}
+	if _, err := s.Pool().Exec(ctx, `DROP TRIGGER no_room ON ready_probe`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("Ping once writes go through: %v", err)
+	}
+}
+
+// TestAnswerRetriesALostConnection: a backend terminated in the middle of
+// a turn's reply (its connection lost) does not fail the turn: the reply
+// is written again on a fresh connection, once.
+func TestAnswerRetriesALostConnection(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	// The first reply written waits in a trigger, long enough to be
+	// terminated there; a sequence, not rolled back with it, makes it the
+	// first only.
+	for _, q := range []string{
+		`CREATE SEQUENCE slow_once`,
+		`CREATE FUNCTION slow_once() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN IF NEW.role = 'assistant' AND nextval('slow_once') = 1 THEN PERFORM pg_sleep(30); END IF; RETURN NEW; END $$`,
+		`CREATE TRIGGER slow_once BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION slow_once()`,
+	} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn, err := s.Lock(ctx, "t", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Unlock()
+	now := time.Now()
+	th := memory.Thread{ID: "t", ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: now, UpdatedAt: now}
+	if _, _, err := turn.Begin(ctx, th, 10, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return []memory.Message{{ID: "u1", Role: "user", Text: "Hi", Model: json.RawMessage(`[]`), CreatedAt: now, Pending: true}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	killed := make(chan error, 1)
+	go func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			var n int
+			err := s.Pool().QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+				WHERE wait_event = 'PgSleep' AND query LIKE '%INSERT INTO messages%' AND pid <> pg_backend_pid()`).Scan(&n)
+			if err != nil || n > 0 {
+				killed <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		killed <- errors.New("no backend was found writing the reply")
+	}()
+	reply := memory.Message{ID: "a1", Role: "assistant", Text: "Hello", Model: json.RawMessage(`[]`), CreatedAt: now}
+	answered, stored, err := turn.Answer(ctx, reply, memory.Usage{ResourceID: "r", ThreadID: "t", Day: memory.Day(now), Tokens: 5})
+	if kerr := <-killed; kerr != nil {
+		t.Fatal(kerr)
+	}
+	if err != nil {
+		t.Fatalf("the reply whose connection was lost: %v", err)
+	}
+	if len(answered) != 1 || answered[0].ID != "u1" || stored.ID != "a1" {
+		t.Fatalf("answered %+v, stored %+v", answered, stored)
+	}
+	msgs, total, err := s.Messages(ctx, "t", 0, 10)
+	if err != nil || total != 2 || msgs[1].ID != "a1" || msgs[0].Pending {
+		t.Fatalf("the thread holds %d: %+v (%v)", total, msgs, err)
+	}
+	if tokens, _, err := s.Used(ctx, "r", memory.Day(now)); err != nil || tokens != 5 {
+		t.Fatalf("usage counted %d times 5 tokens (%v)", tokens/5, err)
 	}
 }

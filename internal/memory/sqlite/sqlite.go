@@ -41,6 +41,12 @@ type Store struct {
 	locks locks.Set
 	// latest is the schema version this build migrates to, for Ping.
 	latest int
+	// health remembers the last write that failed for want of a writable
+	// database, for Ping.
+	health memory.WriteHealth
+	// probing is Ping's write under way, if any (probeWrite).
+	pmu     sync.Mutex
+	probing *probe
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
 	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
@@ -196,6 +202,29 @@ func (s *Store) migrateRetrying(ctx context.Context) error {
 	}
 }
 
+// writeErr is err as a *memory.WriteError when SQLite says the database
+// cannot be written, else err.
+func writeErr(err error) error {
+	var coded interface{ Code() int }
+	if !errors.As(err, &coded) {
+		return err
+	}
+	var reason string
+	switch coded.Code() & 0xff {
+	case 13: // SQLITE_FULL
+		reason = "the disk is full"
+	case 8: // SQLITE_READONLY
+		reason = "the database is read-only"
+	case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED: after the busy timeout
+		reason = "the database is locked by another process"
+	case 10, 14: // SQLITE_IOERR, SQLITE_CANTOPEN
+		reason = "the database file cannot be written"
+	default:
+		return err
+	}
+	return &memory.WriteError{Reason: reason, Err: err}
+}
+
 // isBusy reports whether err is SQLite's SQLITE_BUSY (or one of its
 // extended codes).
 func isBusy(err error) bool {
@@ -281,7 +310,48 @@ func (s *Store) Ping(ctx context.Context) error {
 		}
 		rows.Close()
 	}
-	return nil
+	// A write of its own, in the commit of the writes of turns: a store
+	// that cannot write is not ready, though it still reads.
+	if err := s.probeWrite(ctx); err != nil {
+		return err
+	}
+	return s.health.Err()
+}
+
+// probe is Ping's write under way: one at a time, however many checks
+// wait for it.
+type probe struct {
+	done chan struct{}
+	err  error
+}
+
+// probeWrite writes Ping's row and returns the outcome, or a WriteError
+// when ctx ends first (a lock held elsewhere makes a write wait up to
+// BusyTimeout); the write then goes on, and later checks wait for it.
+func (s *Store) probeWrite(ctx context.Context) error {
+	s.pmu.Lock()
+	p := s.probing
+	if p == nil {
+		p = &probe{done: make(chan struct{})}
+		s.probing = p
+		go func() {
+			p.err = s.queueWrite(&write{ctx: context.Background(), probe: true, done: make(chan error, 1), fn: func(ctx context.Context, tx *sql.Tx) error {
+				_, err := tx.ExecContext(ctx, `INSERT INTO ready_probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at = excluded.at`, time.Now().UnixMicro())
+				return err
+			}})
+			s.pmu.Lock()
+			s.probing = nil
+			s.pmu.Unlock()
+			close(p.done)
+		}()
+	}
+	s.pmu.Unlock()
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return &memory.WriteError{Reason: "the database did not take a write in time", Err: ctx.Err()}
+	}
 }
 
 // Used implements memory.Store.

@@ -34,6 +34,9 @@ type write struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, tx *sql.Tx) error
 	done chan error // its outcome, or errLead
+	// probe marks Ping's write, whose success does not show that the
+	// store writes again: it is smaller than a turn's.
+	probe bool
 }
 
 // errClosed is the error of a write to a closed store.
@@ -45,10 +48,15 @@ var errLead = errors.New("sqlite: lead")
 // writeTx runs fn in a transaction, with other writes in the same commit,
 // and returns once it is committed (or failed).
 func (s *Store) writeTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	return s.queueWrite(&write{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// queueWrite queues w and returns its outcome (writeTx).
+func (s *Store) queueWrite(w *write) error {
+	ctx := w.ctx
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	w := &write{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	s.wmu.Lock()
 	if s.closed {
 		s.wmu.Unlock()
@@ -179,9 +187,20 @@ func (s *Store) commitGroup(group []*write) {
 		return nil
 	}()
 	for i, w := range group {
-		if err != nil && results[i] == nil {
-			results[i] = fmt.Errorf("committing: %w", err)
+		if err == nil && results[i] == nil && !w.probe {
+			s.health.Succeeded()
+			break
 		}
+	}
+	for i, w := range group {
+		if err != nil && results[i] == nil {
+			results[i] = fmt.Errorf("committing: %w", writeErr(err))
+		} else if results[i] != nil {
+			results[i] = writeErr(results[i])
+		}
+		// The store's health sees every write that failed for want of a
+		// writable database.
+		s.health.Failed(results[i])
 		w.done <- results[i]
 	}
 }
