@@ -9,6 +9,12 @@
 // still fails `make test`.
 //
 //	go run ./tools/testsummary -race -count=1 ./...
+//
+// Leading -dir flags run the same go test in each directory named, one
+// after the other, with one summary of them all: a repository of several
+// modules needs one run in each, since ./... stops at a nested go.mod.
+//
+//	go run ./tools/testsummary -dir . -dir deploy -race -count=1 ./...
 package main
 
 import (
@@ -27,10 +33,57 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run runs go test -json args and summarises its events on stdout; it
-// returns the exit status.
+// run runs go test -json with args in each directory of its leading -dir
+// flags (the current one without them) and summarises their events on
+// stdout; it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
+	dirs, args, err := splitDirs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, "testsummary:", err)
+		return 2
+	}
+	s := newSummary(stdout)
+	status := 0
+	for _, dir := range dirs {
+		// A failure in one module does not hide the results of the next.
+		if code := s.goTest(dir, args, stderr); status == 0 {
+			status = code
+		}
+	}
+	s.finish()
+	if status == 0 && (s.failed > 0 || len(s.failedPackages) > 0) {
+		status = 1
+	}
+	return status
+}
+
+// splitDirs takes the leading -dir flags off args: the directories to run
+// go test in, "." when there are none, and what go test gets.
+func splitDirs(args []string) (dirs, rest []string, err error) {
+	for len(args) > 0 {
+		if d, ok := strings.CutPrefix(args[0], "-dir="); ok {
+			dirs, args = append(dirs, d), args[1:]
+			continue
+		}
+		if args[0] != "-dir" {
+			break
+		}
+		if len(args) < 2 {
+			return nil, nil, errors.New("-dir needs a directory")
+		}
+		dirs, args = append(dirs, args[1]), args[2:]
+	}
+	if len(dirs) == 0 {
+		dirs = []string{"."}
+	}
+	return dirs, args, nil
+}
+
+// goTest runs go test -json args in dir, adding its events to the
+// summary; it returns go test's exit status.
+func (s *summary) goTest(dir string, args []string, stderr io.Writer) int {
 	cmd := exec.Command("go", append([]string{"test", "-json"}, args...)...)
+	cmd.Dir = dir
 	cmd.Stderr = stderr
 	events, err := cmd.StdoutPipe()
 	if err != nil {
@@ -41,18 +94,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "testsummary:", err)
 		return 1
 	}
-	s := newSummary(stdout)
 	s.read(events)
 	err = cmd.Wait()
-	s.finish()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
 		return exit.ExitCode()
 	case err != nil:
 		fmt.Fprintln(stderr, "testsummary: go test:", err)
-		return 1
-	case s.failed > 0 || len(s.failedPackages) > 0:
 		return 1
 	}
 	return 0

@@ -40,6 +40,39 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestDirs: -dir runs go test in each module named, the nested one too,
+// though ./... of the outer stops at its go.mod; a failure in the first
+// does not stop the second, and the closing line counts both.
+func TestDirs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test")
+	}
+	for _, tc := range []struct {
+		fail    string
+		exit    int
+		closing string
+	}{
+		{"0", 0, "tests: 3 passed, 0 failed, 0 skipped\n"},
+		{"1", 1, "tests: 2 passed, 1 failed, 0 skipped\n"},
+	} {
+		t.Run("SAMPLE_FAIL="+tc.fail, func(t *testing.T) {
+			t.Setenv("SAMPLE_FAIL", tc.fail)
+			var out, errs strings.Builder
+			exit := run([]string{"-dir", "testdata/modules", "-dir=testdata/modules/nested", "-count=1", "./..."}, &out, &errs)
+			if exit != tc.exit || !strings.HasSuffix(out.String(), tc.closing) {
+				t.Fatalf("exit %d, want %d; output:\n%s\nstderr:\n%s", exit, tc.exit, out.String(), errs.String())
+			}
+			if strings.Count(out.String(), "example.com/outer/nested") != 1 || !strings.Contains(out.String(), "ok  \texample.com/outer/nested\t") {
+				t.Errorf("the nested module ran other than once:\n%s", out.String())
+			}
+		})
+	}
+	var out, errs strings.Builder
+	if exit := run([]string{"-dir"}, &out, &errs); exit != 2 || !strings.Contains(errs.String(), "-dir needs a directory") {
+		t.Errorf("a -dir without a directory: exit %d, stderr %q", exit, errs.String())
+	}
+}
+
 // TestBuildFailure: a package that does not build fails the run, and says
 // so though no test failed.
 func TestBuildFailure(t *testing.T) {

@@ -1,0 +1,3 @@
+module example.com/outer
+
+go 1.26

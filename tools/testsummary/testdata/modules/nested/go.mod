@@ -1,0 +1,3 @@
+module example.com/outer/nested
+
+go 1.26
