@@ -7,6 +7,10 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
+# The Go modules: the service, and its deployment checks, a module of
+# their own so that the service's go.mod does not require what they use.
+MODULES = . deploy
+
 .PHONY: run test services golden check build fakes help up down bench-compare bench-streams load load-smoke
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
@@ -15,7 +19,7 @@ run:
 
 ## test: the whole suite, with the race detector, as CI runs it; ends with a count of tests passed, failed, skipped
 test: services check
-	$(GO) run ./tools/testsummary -race -count=1 ./...
+	$(GO) run ./tools/testsummary $(foreach m,$(MODULES),-dir $(m)) -race -count=1 ./...
 
 ## services: check that PostgreSQL, Redis, Node (with the client packages), Chromium and Prometheus are there for the tests;
 ## what is missing is installed only with CI=true or COMPANION_INSTALL=1, else its tests skip and say why
@@ -26,12 +30,14 @@ services:
 	@bash .ci/browser || [ "$$CI" != true ]
 	@bash .ci/prometheus || [ "$$CI" != true ]
 
-## check: formatting, vet and a tidy go.mod
+## check: formatting, vet and a tidy go.mod, in each module
 check:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) mod tidy -diff
+	@for m in $(MODULES); do \
+	  echo "$$m: go vet ./... && go mod tidy -diff"; \
+	  (cd $$m && $(GO) vet ./... && $(GO) mod tidy -diff) || exit 1; \
+	done
 
 ## golden: rewrite the golden transcripts; review the diff before committing
 golden:

@@ -143,7 +143,10 @@ func TestDockerfileStamp(t *testing.T) {
 	}
 	ldflags = strings.NewReplacer("${VERSION}", "v1.2.3-image", "${COMMIT}", "c0ffee").Replace(ldflags)
 	bin := filepath.Join(t.TempDir(), "companion")
-	if out, err := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "../cmd/companion").CombinedOutput(); err != nil {
+	// Built in the service's module, as the image is, not in this one.
+	goBuild := exec.Command("go", "build", "-ldflags", ldflags, "-o", bin, "./cmd/companion")
+	goBuild.Dir = ".."
+	if out, err := goBuild.CombinedOutput(); err != nil {
 		t.Fatalf("go build -ldflags %q: %v\n%s", ldflags, err, out)
 	}
 	out, err := exec.Command(bin, "--version").Output()
