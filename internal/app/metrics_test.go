@@ -146,6 +146,20 @@ func TestStreamRetainedBytes(t *testing.T) {
 			if res.StatusCode != http.StatusOK || runID == "" || !strings.Contains(string(body), "run-finish") {
 				t.Fatalf("stream: %d, run %q: %s", res.StatusCode, runID, body)
 			}
+			// The stream ends with the run's last event; the run's end in
+			// the log (which applies the byte cap) follows on the run's own
+			// goroutine, a moment later.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, metrics := svc.Do(t, http.MethodGet, "/metrics", "")
+				if strings.Contains(string(metrics), `companion_stream_runs_kept{state="running"} 0`) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the run never ended in the log")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
 			res, body = svc.Do(t, http.MethodGet, "/api/agents/companionAgent/runs/"+runID+"/stream?resourceId=user-7", "")
 			if res.StatusCode != tc.resume {
 				t.Fatalf("resume: %d %s, want %d", res.StatusCode, body, tc.resume)
