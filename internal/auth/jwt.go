@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
+	"unicode"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -183,6 +185,14 @@ func claimResources(claims jwt.MapClaims, claim string) ([]string, error) {
 	}
 	if len(names) == 0 {
 		return nil, &Error{Message: fmt.Sprintf("the token names no resource in its %q claim", claim)}
+	}
+	for _, n := range names {
+		// A request's resourceId is trimmed and may hold no control
+		// character: a token naming such a resource could act for a
+		// resource no request can name.
+		if n != strings.TrimSpace(n) || strings.ContainsFunc(n, unicode.IsControl) {
+			return nil, &Error{Message: fmt.Sprintf("the token's %q claim names a resource with spaces around it or control characters in it (%q): resource ids have neither", claim, n)}
+		}
 	}
 	if slices.Contains(names, "*") {
 		// Only an API key can grant every resource; a token naming "*" is

@@ -259,6 +259,10 @@ func TestJWTClaims(t *testing.T) {
 		{"array with an empty name", jwt.MapClaims{"sub": []any{"alice", ""}}, nil, `the token's "sub" claim must be a string or an array of non-empty strings`},
 		{"sub a number", jwt.MapClaims{"sub": 7}, nil, `the token's "sub" claim must be a string or an array of non-empty strings`},
 		{"sub is *", jwt.MapClaims{"sub": "*"}, nil, `the token's "sub" claim may not name "*"`},
+		{"sub with a trailing space", jwt.MapClaims{"sub": "alice "}, nil, `the token's "sub" claim names a resource with spaces around it or control characters in it ("alice "): resource ids have neither`},
+		{"sub with a leading tab", jwt.MapClaims{"sub": []any{"bob", "\talice"}}, nil, `the token's "sub" claim names a resource with spaces around it or control characters in it ("\talice"): resource ids have neither`},
+		{"sub with a NUL", jwt.MapClaims{"sub": "ali\x00ce"}, nil, `the token's "sub" claim names a resource with spaces around it or control characters in it ("ali\x00ce"): resource ids have neither`},
+		{"sub with spaces inside", jwt.MapClaims{"sub": "alice smith"}, []string{"alice smith"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
