@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
@@ -145,10 +146,10 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 	if in.ThreadID == "" {
 		return in, apperr.New(apperr.Invalid, `threadId is required: name the conversation thread, e.g. "threadId": "thread-1"`)
 	}
-	if err := idLimit("threadId", in.ThreadID, lim); err != nil {
+	if err := checkID("threadId", in.ThreadID, lim); err != nil {
 		return in, err
 	}
-	if err := idLimit("resourceId", in.ResourceID, lim); err != nil {
+	if err := checkID("resourceId", in.ResourceID, lim); err != nil {
 		return in, err
 	}
 	if len(req.Messages) == 0 {
@@ -171,7 +172,7 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 		if len(m.Content) > lim.MaxMessageBytes {
 			return in, apperr.New(apperr.Invalid, "messages[%d].content is %d bytes, more than the limit of %d (-max-message-bytes)", i, len(m.Content), lim.MaxMessageBytes)
 		}
-		if err := idLimit(fmt.Sprintf("messages[%d].id", i), m.ID, lim); err != nil {
+		if err := checkID(fmt.Sprintf("messages[%d].id", i), m.ID, lim); err != nil {
 			return in, err
 		}
 	}
@@ -209,10 +210,17 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 	return in, nil
 }
 
-// idLimit refuses an identifier longer than the limit.
-func idLimit(field, id string, lim Limits) error {
+// checkID refuses an identifier (a thread's, a resource's, a message's)
+// longer than the limit, or holding a control character: no store keeps
+// NUL, and an id that prints differently from what it is cannot be named
+// back. Every id a request carries, in its body, path or query, is
+// checked here, once.
+func checkID(field, id string, lim Limits) error {
 	if len(id) > lim.MaxIDBytes {
 		return apperr.New(apperr.Invalid, "%s is longer than %d bytes, the limit (-max-id-bytes)", field, lim.MaxIDBytes)
+	}
+	if strings.ContainsFunc(id, unicode.IsControl) {
+		return apperr.New(apperr.Invalid, "%s must not contain control characters (such as NUL, tabs or line breaks)", field)
 	}
 	return nil
 }

@@ -349,23 +349,29 @@ func (w *walker) syntax(err error) error {
 // what is wrong with it.
 var errSyntax = errors.New("syntax")
 
-// strictQuery refuses a query parameter given more than once, and a name
-// that differs only in case from one the route reads.
-func strictQuery(q url.Values, names ...string) error {
+// strictQuery parses a raw query and refuses one that does not parse (a
+// pair joined by ";", which url.URL.Query would drop in silence), a
+// parameter given more than once, and a name that differs only in case
+// from one the route reads.
+func strictQuery(raw string, names ...string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return q, apperr.New(apperr.Invalid, "the query does not parse: %s (separate parameters with &, and escape ; as %%3B)", clip(err.Error()))
+	}
 	for key, vs := range q {
 		if len(vs) > 1 {
-			return apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", clip(key), len(vs))
+			return q, apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", clip(key), len(vs))
 		}
 		if slices.Contains(names, key) {
 			continue
 		}
 		for _, n := range names {
 			if strings.EqualFold(key, n) {
-				return apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", clip(key), n)
+				return q, apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", clip(key), n)
 			}
 		}
 	}
-	return nil
+	return q, nil
 }
 
 // clip shortens what a client sent for quoting in an error message: a

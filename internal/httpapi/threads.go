@@ -30,146 +30,157 @@ type Threads interface {
 	Usage(ctx context.Context, resourceID string, days int) ([]memory.DayUsage, error)
 }
 
+// answerJSON adapts a handler that returns a body or an error: the body
+// goes out as JSON with 200, the error through writeError.
+func (s *Server) answerJSON(h func(w http.ResponseWriter, r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := h(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
 // handleUsage serves GET /api/memory/usage: a resource's tokens and cost per
 // UTC day over the last `days` days (7 by default, 90 at most), and per
 // thread within each day.
 func (s *Server) handleUsage() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		q, rid, err := s.ownerQuery(r, true, "days")
-		days := 7
-		if v := q.Get("days"); err == nil && v != "" {
-			if days, err = strconv.Atoi(v); err != nil || days < 1 || days > turn.MaxUsageDays {
-				err = apperr.New(apperr.Invalid, "days must be a whole number from 1 to %d, not %q", turn.MaxUsageDays, clip(v))
-			}
-		}
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
+		}
+		days := 7
+		if v := q.Get("days"); v != "" {
+			if days, err = strconv.Atoi(v); err != nil || days < 1 || days > turn.MaxUsageDays {
+				return nil, apperr.New(apperr.Invalid, "days must be a whole number from 1 to %d, not %q", turn.MaxUsageDays, clip(v))
+			}
 		}
 		report, err := s.cfg.Threads.Usage(r.Context(), rid, days)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, usageBody(rid, report))
+		return usageBody(rid, report), nil
+	})
+}
+
+// listQuery is what a list request asks: the resource, the page, and
+// whether it wants Mastra's response shapes (mastraShapes).
+type listQuery struct {
+	q             url.Values
+	resource      string
+	page, perPage int
+	mastra        bool
+}
+
+// listParams reads the query of a list of threads (threadID "") or of
+// one thread's messages: the owner, more parameters the route takes, the
+// page, and the response shapes wanted.
+func (s *Server) listParams(r *http.Request, threadID *string, more ...string) (listQuery, error) {
+	var lq listQuery
+	var err error
+	if threadID == nil {
+		lq.q, lq.resource, err = s.ownerQuery(r, true, append([]string{"page", "perPage"}, more...)...)
+	} else {
+		*threadID, lq.resource, lq.q, err = s.threadParams(r)
 	}
+	if err == nil {
+		lq.page, lq.perPage, err = pageParams(lq.q)
+	}
+	if err == nil {
+		lq.mastra, err = s.mastraShapes(r)
+	}
+	return lq, err
 }
 
 // handleListThreads serves GET /api/memory/threads: a page of a resource's
 // threads, newest first.
 func (s *Server) handleListThreads() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var (
-			page, perPage  int
-			orderBy, sortD string
-		)
-		q, rid, err := s.ownerQuery(r, true, "page", "perPage", "orderBy", "sortDirection")
-		if err == nil {
-			page, perPage, err = pageParams(q)
-		}
-		if err == nil {
-			orderBy, sortD, err = orderParams(q)
-		}
+	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		lq, err := s.listParams(r, nil, "orderBy", "sortDirection")
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		mastra, err := s.mastraShapes(r)
+		orderBy, sortD, err := orderParams(lq.q)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		order := memory.ThreadOrder{ByUpdated: orderBy == "updatedAt", Ascending: sortD == "ASC"}
-		list, err := s.cfg.Threads.ListThreads(r.Context(), rid, order, page, perPage)
+		list, err := s.cfg.Threads.ListThreads(r.Context(), lq.resource, order, lq.page, lq.perPage)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		threads := make([]api.Thread, 0, len(list.Items))
 		for _, th := range list.Items {
 			threads = append(threads, apiThread(th))
 		}
-		if mastra {
+		if lq.mastra {
 			// Mastra's client reads the list as an array of threads.
-			writeJSON(w, http.StatusOK, threads)
-			return
+			return threads, nil
 		}
-		writeJSON(w, http.StatusOK, api.ThreadList{Threads: threads, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
-	}
+		return api.ThreadList{Threads: threads, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}, nil
+	})
 }
 
 // handleGetThread serves GET /api/memory/threads/{threadId}.
 func (s *Server) handleGetThread() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		id, rid, _, err := s.threadParams(r)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		th, err := s.cfg.Threads.Thread(r.Context(), id, rid)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, apiThread(th))
-	}
+		return apiThread(th), nil
+	})
 }
 
 // handleListMessages serves GET /api/memory/threads/{threadId}/messages: a
 // page of the thread's messages, oldest first.
 func (s *Server) handleListMessages() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		id, rid, q, err := s.threadParams(r)
-		var page, perPage int
-		if err == nil {
-			page, perPage, err = pageParams(q)
-		}
+	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
+		var id string
+		lq, err := s.listParams(r, &id)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		mastra, err := s.mastraShapes(r)
+		th, list, err := s.cfg.Threads.Messages(r.Context(), id, lq.resource, lq.page, lq.perPage)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		th, list, err := s.cfg.Threads.Messages(r.Context(), id, rid, page, perPage)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		ui := make([]api.UIMessage, 0, len(list.Items))
 		core := []coreMessage{}
 		for _, m := range list.Items {
 			ms := modelMessagesOf(m)
 			ui = append(ui, uiMessage(th, m, ms))
-			if mastra {
+			if lq.mastra {
 				core = appendCore(core, m, ms)
 			}
 		}
-		if mastra {
+		if lq.mastra {
 			// Mastra's client reads {messages (model messages), uiMessages}.
-			writeJSON(w, http.StatusOK, mastraMessages{Messages: core, UIMessages: ui, LegacyMessages: []any{},
-				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
-			return
+			return mastraMessages{Messages: core, UIMessages: ui, LegacyMessages: []any{},
+				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}, nil
 		}
-		writeJSON(w, http.StatusOK, api.MessageList{Messages: ui, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore})
-	}
+		return api.MessageList{Messages: ui, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}, nil
+	})
 }
 
 // handleUpdateThread serves PATCH /api/memory/threads/{threadId}: a new
 // title, new metadata, or both.
 func (s *Server) handleUpdateThread() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.answerJSON(func(w http.ResponseWriter, r *http.Request) (any, error) {
 		id, rid, _, err := s.threadParams(r)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		body, err := s.readBody(w, r)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		var wire struct {
 			Title      *string         `json:"title"`
@@ -177,12 +188,10 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 			ResourceID *string         `json:"resourceId"`
 		}
 		if err := decodeJSON(body, &wire, nil); err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		if wire.ResourceID != nil && strings.TrimSpace(*wire.ResourceID) != rid {
-			s.writeError(w, r, apperr.New(apperr.Invalid, "resourceId cannot be changed: a thread belongs to the resource that created it"))
-			return
+			return nil, apperr.New(apperr.Invalid, "resourceId cannot be changed: a thread belongs to the resource that created it")
 		}
 		u := turn.ThreadUpdate{Title: wire.Title}
 		if len(wire.Metadata) > 0 && string(wire.Metadata) != "null" {
@@ -190,28 +199,25 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 		}
 		th, err := s.cfg.Threads.UpdateThread(r.Context(), id, rid, u)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, apiThread(th))
-	}
+		return apiThread(th), nil
+	})
 }
 
 // handleDeleteThread serves DELETE /api/memory/threads/{threadId}: the
 // thread and its messages. A turn in progress on it finishes first.
 func (s *Server) handleDeleteThread() http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
+	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		id, rid, _, err := s.threadParams(r)
 		if err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
 		if err := s.cfg.Threads.DeleteThread(r.Context(), id, rid); err != nil {
-			s.writeError(w, r, err)
-			return
+			return nil, err
 		}
-		writeJSON(w, http.StatusOK, api.DeleteResult{Result: "Thread deleted"})
-	}
+		return api.DeleteResult{Result: "Thread deleted"}, nil
+	})
 }
 
 // threadParams reads {threadId}, resourceId and agentId.
@@ -229,7 +235,7 @@ func (s *Server) threadParams(r *http.Request) (string, string, url.Values, erro
 	if id == "" {
 		return "", "", nil, apperr.New(apperr.Invalid, "threadId must not be empty")
 	}
-	if err := idLimit("threadId", id, s.cfg.Limits); err != nil {
+	if err := checkID("threadId", id, s.cfg.Limits); err != nil {
 		return "", "", nil, err
 	}
 	q, rid, err := s.ownerQuery(r, false, "page", "perPage")
@@ -241,8 +247,8 @@ func (s *Server) threadParams(r *http.Request) (string, string, url.Values, erro
 // required or not) and agentId. It returns the query and the resource the
 // request acts for.
 func (s *Server) ownerQuery(r *http.Request, required bool, more ...string) (url.Values, string, error) {
-	q := r.URL.Query()
-	if err := strictQuery(q, append([]string{"resourceId", "resourceid", "agentId"}, more...)...); err != nil {
+	q, err := strictQuery(r.URL.RawQuery, append([]string{"resourceId", "resourceid", "agentId"}, more...)...)
+	if err != nil {
 		return q, "", err
 	}
 	if err := agentParam(q); err != nil {
@@ -267,7 +273,7 @@ func (s *Server) resourceParam(ctx context.Context, q url.Values, required bool)
 		return "", apperr.New(apperr.Invalid, "resourceId is not valid UTF-8")
 	}
 	rid = strings.TrimSpace(rid)
-	if err := idLimit("resourceId", rid, s.cfg.Limits); err != nil {
+	if err := checkID("resourceId", rid, s.cfg.Limits); err != nil {
 		return "", err
 	}
 	rid, err := s.resource(ctx, rid)
