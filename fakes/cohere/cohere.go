@@ -1,5 +1,5 @@
 // Package cohere is a fake of Cohere's v2 chat API (POST /v2/chat with
-// "stream": true) that answers like the fake model (fakes/fakemodel) in
+// "stream": true) that answers like the fake model (internal/model/fake) in
 // Cohere's wire format: Server-Sent Events named message-start,
 // content-start, content-delta, content-end, tool-plan-delta,
 // tool-call-start, tool-call-delta, tool-call-end and message-end (with
@@ -26,9 +26,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/fake"
 )
 
 // Server is the fake. It is safe for concurrent use.
@@ -164,7 +164,7 @@ type (
 const malformed = "event: content-delta\ndata: {\"type\":\"content-delta\",\"index\":0,\"delta\":{\"message\":\n\n"
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exchange, req model.Request) {
-	parts := fakemodel.Answer(req)
+	parts := fake.Answer(req)
 	fin := parts[len(parts)-1].Finish
 	st := s.NewStream(w, r, ex)
 	zero := 0
@@ -190,7 +190,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exc
 			if !planned {
 				// Cohere models say what they will do before calling tools.
 				planned = true
-				for _, w := range fakemodel.Tokens(toolPlan(parts)) {
+				for _, w := range fake.Tokens(toolPlan(parts)) {
 					if err = st.Token(frame(event{Type: "tool-plan-delta", Delta: msgDelta{planMessage{w}}}), malformed); err != nil {
 						break
 					}
@@ -257,7 +257,7 @@ type Billing struct {
 }
 
 // Bill is the usage the fake reports for its answer to req. The fake model
-// counts whitespace-led words (fakemodel.CountTokens), and the fake bills
+// counts whitespace-led words (fake.CountTokens), and the fake bills
 // them as Cohere bills tokens, which its pricing page explains as "there are
 // situations in which Cohere adds tokens under the hood ... you are not
 // charged for them":
@@ -272,7 +272,7 @@ type Billing struct {
 //     ToolTemplateTokens with tools), the output tokens CallTokens per call;
 //   - from the second message on, the template and the system message hit
 //     the prompt cache.
-func Bill(req model.Request) Billing { return bill(req, fakemodel.Answer(req)) }
+func Bill(req model.Request) Billing { return bill(req, fake.Answer(req)) }
 
 // bill is Bill for parts, the fake model's answer to req.
 func bill(req model.Request, parts []model.Part) Billing {
@@ -289,12 +289,12 @@ func bill(req model.Request, parts []model.Part) Billing {
 		}
 	}
 	if calls > 0 {
-		b.BilledOutput += fakemodel.CountTokens(toolPlan(parts))
+		b.BilledOutput += fake.CountTokens(toolPlan(parts))
 	}
 	b.Input = b.BilledInput + template
 	b.Output = b.BilledOutput + calls*CallTokens
 	if len(req.Messages) > 1 {
-		b.Cached = template + fakemodel.CountTokens(req.System)
+		b.Cached = template + fake.CountTokens(req.System)
 	}
 	return b
 }

@@ -1,7 +1,7 @@
 // Package openai is a fake of the OpenAI-compatible chat completions API
 // (POST /v1/chat/completions with "stream": true) that answers like the fake
-// model (fakes/fakemodel) in that wire format: Server-Sent Events whose data
-// are chat.completion.chunk objects (choices[].delta with content or
+// model (internal/model/fake) in that wire format: Server-Sent Events whose
+// data are chat.completion.chunk objects (choices[].delta with content or
 // tool_calls merged by index, finish_reason), a last chunk with usage when
 // stream_options.include_usage is set, then data: [DONE]. The shapes follow
 // the example streams kept in testdata/ (see its README for where each comes
@@ -21,9 +21,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/fake"
 )
 
 // Created is the "created" time of every chunk: fixed, so that answers are
@@ -150,7 +150,7 @@ type (
 const malformed = "data: {\"id\":\"chatcmpl-fake\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\n\n"
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exchange, req model.Request, modelName string, withUsage bool) {
-	parts := fakemodel.Answer(req)
+	parts := fake.Answer(req)
 	fin := parts[len(parts)-1].Finish
 	id := "chatcmpl-" + responseID(req)
 	mk := func(d delta, finish *string) string {

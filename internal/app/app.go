@@ -23,7 +23,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/auth"
@@ -34,6 +33,7 @@ import (
 	"github.com/companionhq/companion/internal/memory/sqlite"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/cohere"
+	"github.com/companionhq/companion/internal/model/fake"
 	"github.com/companionhq/companion/internal/model/openai"
 	replaypkg "github.com/companionhq/companion/internal/model/replay"
 	"github.com/companionhq/companion/internal/openapi"
@@ -556,7 +556,7 @@ func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 		if spec == "" {
 			log.Info("no model configured: answering with the deterministic fake model (set COMPANION_MODEL to use a real one)")
 		}
-		return fakemodel.New(fakemodel.Options{FirstTokenDelay: cfg.FakeFirstTokenDelay, TokenDelay: cfg.FakeTokenDelay}), nil
+		return fake.New(fake.Options{FirstTokenDelay: cfg.FakeFirstTokenDelay, TokenDelay: cfg.FakeTokenDelay}), nil
 	case spec == "":
 		return nil, errors.New("a model base URL needs a model name: set COMPANION_MODEL (-model) too, e.g. llama3.2")
 	case spec == replayModel:

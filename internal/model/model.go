@@ -1,7 +1,7 @@
 // Package model defines what the agent needs from a language model: a
 // request (instructions, messages, tools, limits) and a stream of parts
 // (text deltas, tool-call deltas, a finish with usage). Providers live in
-// subpackages; the deterministic fake lives in fakes/fakemodel.
+// subpackages; the deterministic fake lives in internal/model/fake.
 package model
 
 import (

@@ -12,9 +12,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/httpapi"
+	"github.com/companionhq/companion/internal/model/fake"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/turn/turntest"
 )
@@ -58,7 +58,7 @@ func BenchmarkRunTracing(b *testing.B) {
 		Messages: []agent.Message{{Role: "user", Content: "How do I start my day well?"}}}
 	for _, s := range tracerSetups(b) {
 		b.Run(s.name, func(b *testing.B) {
-			a, err := agent.New(agent.Config{Model: fakemodel.New(fakemodel.Options{}), Tracer: s.tp.Tracer("bench")})
+			a, err := agent.New(agent.Config{Model: fake.New(fake.Options{}), Tracer: s.tp.Tracer("bench")})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -78,7 +78,7 @@ func BenchmarkRequestTracing(b *testing.B) {
 	const body = `{"threadId":"t","messages":[{"role":"user","content":"How do I start my day well?"}]}`
 	for _, s := range tracerSetups(b) {
 		b.Run(s.name, func(b *testing.B) {
-			a, err := agent.New(agent.Config{Model: fakemodel.New(fakemodel.Options{}), Tracer: s.tp.Tracer("bench")})
+			a, err := agent.New(agent.Config{Model: fake.New(fake.Options{}), Tracer: s.tp.Tracer("bench")})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/api/apitest"
@@ -22,6 +21,7 @@ import (
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/fake"
 	"github.com/companionhq/companion/internal/testkit"
 	"github.com/companionhq/companion/internal/turn"
 )
@@ -31,7 +31,7 @@ import (
 type flaky struct {
 	mu                    sync.Mutex
 	failBefore, failAfter bool
-	fake                  *fakemodel.Model
+	fake                  *fake.Model
 }
 
 func (f *flaky) set(before, after bool) {
@@ -101,7 +101,7 @@ func serveWith(t *testing.T, db string, m model.Model, wrap func(memory.Store) m
 // whole conversation) does not store it again.
 func TestFailedRunKeepsTheMessage(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		m := &flaky{fake: fakemodel.New(fakemodel.Options{})}
+		m := &flaky{fake: fake.New(fake.Options{})}
 		c := serveWith(t, db, m, nil)
 		checkThread := func(want ...string) []api.UIMessage {
 			t.Helper()
@@ -184,7 +184,7 @@ func (failingTurn) Answer(context.Context, memory.Message, memory.Usage) ([]memo
 // answers 503 with Retry-After, as every route does when the store fails.
 // The message stays pending.
 func TestReplyNotSaved(t *testing.T) {
-	c := serveWith(t, apptest.SQLiteURL(t), fakemodel.New(fakemodel.Options{}), func(s memory.Store) memory.Store { return failingAnswers{s} })
+	c := serveWith(t, apptest.SQLiteURL(t), fake.New(fake.Options{}), func(s memory.Store) memory.Store { return failingAnswers{s} })
 	res, b := c.Do(t, "POST", generatePath, reqBody("t", "r", user("Hello")))
 	expectError(t, "generate", res.StatusCode, b, 503, "the reply could not be saved to the thread")
 	if res.Header.Get("Retry-After") != "5" {
@@ -247,7 +247,7 @@ func TestPanicBeforeTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	ag, err := agent.New(agent.Config{Model: fakemodel.New(fakemodel.Options{})})
+	ag, err := agent.New(agent.Config{Model: fake.New(fake.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func (c countingLocks) Lock(ctx context.Context, id string, wait time.Duration) 
 // thread nor waits for it.
 func TestOverQuotaTakesNoThread(t *testing.T) {
 	var locks atomic.Int64
-	c := serveWith(t, apptest.SQLiteURL(t), fakemodel.New(fakemodel.Options{}),
+	c := serveWith(t, apptest.SQLiteURL(t), fake.New(fake.Options{}),
 		func(s memory.Store) memory.Store { return countingLocks{s, &locks} },
 		func(cfg *turn.Config) { cfg.Quota.Tokens = 1 })
 	if status, b := c.do("POST", generatePath, reqBody("t", "r", user("Hello"))); status != 200 {

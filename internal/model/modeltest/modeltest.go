@@ -7,8 +7,8 @@
 // client that goes away), with error messages fit for a client
 // (CheckMessage).
 //
-// The fakes answer like fakes/fakemodel, so the suite knows the exact
-// answer to expect: fakemodel.Answer of the same request.
+// The fakes answer like internal/model/fake, so the suite knows the exact
+// answer to expect: fake.Answer of the same request.
 //
 // RunCassettes runs the same scenarios on cassettes (internal/model/replay)
 // recorded once from the fake, with no server at all.
@@ -28,9 +28,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/fake"
 	"github.com/companionhq/companion/internal/model/replay"
 )
 
@@ -45,7 +45,7 @@ type Harness struct {
 	// sending its requests with client (nil: a client of its own).
 	New func(t *testing.T, baseURL string, client *http.Client) model.Model
 	// Usage is the usage the provider reports for the fake's answer to
-	// req; nil means the fake model's own (fakemodel.Answer).
+	// req; nil means the fake model's own (fake.Answer).
 	Usage func(req model.Request) model.Usage
 	// CheckFinish, when set, checks the rest of what the provider reports
 	// at the end of the fake's answer to req (its metadata).
@@ -521,7 +521,7 @@ func (e env) wantAnswer(r Result, req model.Request) {
 	if r.Err != nil {
 		e.t.Fatalf("the call failed: %v", r.Err)
 	}
-	want := Result{Parts: fakemodel.Answer(req)}
+	want := Result{Parts: fake.Answer(req)}
 	wantUsage := want.Finish().Usage
 	if e.h.Usage != nil {
 		wantUsage = e.h.Usage(req)

@@ -1,4 +1,4 @@
-// Package fakemodel is the deterministic fake language model: the service's
+// Package fake is the deterministic fake language model: the service's
 // default model and the one its tests and golden transcripts run on.
 //
 // The same request always gives the same parts, byte for byte. The fake reads
@@ -10,7 +10,7 @@
 // several deltas) and, once the results are back, answers from them. It
 // honours MaxOutputTokens with finish reason "length", and counts tokens as
 // whitespace-led words.
-package fakemodel
+package fake
 
 import (
 	"context"

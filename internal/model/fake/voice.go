@@ -1,4 +1,4 @@
-package fakemodel
+package fake
 
 import (
 	"fmt"

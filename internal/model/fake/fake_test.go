@@ -1,4 +1,4 @@
-package fakemodel_test
+package fake_test
 
 import (
 	"context"
@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/companionhq/companion/fakes/fakemodel"
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/model/fake"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -22,7 +22,7 @@ func request(p agent.Personality, msgs ...model.Message) model.Request {
 
 func user(s string) model.Message { return model.Message{Role: model.RoleUser, Content: s} }
 
-func collect(t *testing.T, m *fakemodel.Model, req model.Request) (text string, calls map[string]string, fin *model.Finish) {
+func collect(t *testing.T, m *fake.Model, req model.Request) (text string, calls map[string]string, fin *model.Finish) {
 	t.Helper()
 	calls = map[string]string{}
 	var b strings.Builder
@@ -46,12 +46,12 @@ func collect(t *testing.T, m *fakemodel.Model, req model.Request) (text string, 
 }
 
 func TestDeterministic(t *testing.T) {
-	m := fakemodel.New(fakemodel.Options{})
+	m := fake.New(fake.Options{})
 	for _, p := range agent.Personalities() {
 		for _, msg := range []string{"How do I find calm?", "What's the weather in Berlin?"} {
 			req := request(p, user(msg))
-			a := fakemodel.Answer(req)
-			b := fakemodel.Answer(req)
+			a := fake.Answer(req)
+			b := fake.Answer(req)
 			if !reflect.DeepEqual(a, b) {
 				t.Fatalf("%s %q: two answers differ", p, msg)
 			}
@@ -70,7 +70,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestVoices(t *testing.T) {
-	m := fakemodel.New(fakemodel.Options{})
+	m := fake.New(fake.Options{})
 	seen := map[string]agent.Personality{}
 	for _, p := range agent.Personalities() {
 		text, calls, fin := collect(t, m, request(p, user("Should I learn the cello?")))
@@ -98,7 +98,7 @@ func TestVoices(t *testing.T) {
 }
 
 func TestRecallsPreviousUserMessage(t *testing.T) {
-	m := fakemodel.New(fakemodel.Options{})
+	m := fake.New(fake.Options{})
 	text, _, fin := collect(t, m, request(agent.Friend, user("My dog is called Rex."), model.Message{Role: model.RoleAssistant, Content: "Nice!"}, user("What should I feed him?")))
 	if !strings.Contains(text, `"My dog is called Rex."`) || !strings.Contains(text, `"What should I feed him?"`) {
 		t.Fatalf("%q: want both the earlier and the last message", text)
@@ -121,11 +121,11 @@ func TestWeatherCalls(t *testing.T) {
 		{"Tell me about the weather.", nil},
 		{"I live in Berlin.", nil},
 	}
-	m := fakemodel.New(fakemodel.Options{})
+	m := fake.New(fake.Options{})
 	for _, tc := range tests {
 		_, calls, fin := collect(t, m, request(agent.Friend, user(tc.msg)))
 		var got []string
-		for _, part := range fakemodel.Answer(request(agent.Friend, user(tc.msg))) {
+		for _, part := range fake.Answer(request(agent.Friend, user(tc.msg))) {
 			if part.Kind == model.PartToolCallEnd {
 				var args struct{ Location string }
 				if err := json.Unmarshal([]byte(calls[part.ToolCallID]), &args); err != nil {
@@ -143,7 +143,7 @@ func TestWeatherCalls(t *testing.T) {
 	}
 	// Arguments arrive in several deltas.
 	deltas := 0
-	for _, p := range fakemodel.Answer(request(agent.Friend, user("weather in Berlin?"))) {
+	for _, p := range fake.Answer(request(agent.Friend, user("weather in Berlin?"))) {
 		if p.Kind == model.PartToolCallDelta {
 			deltas++
 		}
@@ -160,7 +160,7 @@ func TestWeatherCalls(t *testing.T) {
 }
 
 func TestAnswersFromToolResults(t *testing.T) {
-	m := fakemodel.New(fakemodel.Options{})
+	m := fake.New(fake.Options{})
 	msgs := []model.Message{
 		user("weather in Berlin and Atlantis?"),
 		{Role: model.RoleAssistant, ToolCalls: []model.ToolCall{
@@ -183,12 +183,12 @@ func TestAnswersFromToolResults(t *testing.T) {
 }
 
 func TestLength(t *testing.T) {
-	m := fakemodel.New(fakemodel.Options{})
+	m := fake.New(fake.Options{})
 	req := request(agent.Guru, user("Tell me everything."))
 	full, _, _ := collect(t, m, req)
 	req.MaxOutputTokens = 5
 	text, _, fin := collect(t, m, req)
-	if fin.Reason != model.FinishLength || fin.Usage.OutputTokens != 5 || len(fakemodel.Tokens(text)) != 5 || !strings.HasPrefix(full, text) {
+	if fin.Reason != model.FinishLength || fin.Usage.OutputTokens != 5 || len(fake.Tokens(text)) != 5 || !strings.HasPrefix(full, text) {
 		t.Fatalf("%q (%s, %d tokens)", text, fin.Reason, fin.Usage.OutputTokens)
 	}
 	req.MaxOutputTokens = 1000
@@ -203,24 +203,24 @@ func TestTokens(t *testing.T) {
 		want int
 	}{{"", 0}, {"one", 1}, {" two  words ", 2}, {"a\nb\tc", 3}, {"héllo wörld", 2}}
 	for _, tc := range tests {
-		if got := fakemodel.CountTokens(tc.in); got != tc.want || len(fakemodel.Tokens(tc.in)) != tc.want {
-			t.Errorf("CountTokens(%q) = %d, Tokens %d, want %d", tc.in, got, len(fakemodel.Tokens(tc.in)), tc.want)
+		if got := fake.CountTokens(tc.in); got != tc.want || len(fake.Tokens(tc.in)) != tc.want {
+			t.Errorf("CountTokens(%q) = %d, Tokens %d, want %d", tc.in, got, len(fake.Tokens(tc.in)), tc.want)
 		}
 	}
-	_, _, fin := collect(t, fakemodel.New(fakemodel.Options{}), request(agent.Friend, user("hi")))
+	_, _, fin := collect(t, fake.New(fake.Options{}), request(agent.Friend, user("hi")))
 	if fin.Usage.InputTokens == 0 || fin.Usage.TotalTokens != fin.Usage.InputTokens+fin.Usage.OutputTokens {
 		t.Fatalf("usage %+v", fin.Usage)
 	}
 }
 
 func TestDelaysAndCancellation(t *testing.T) {
-	m := fakemodel.New(fakemodel.Options{FirstTokenDelay: 20 * time.Millisecond, TokenDelay: time.Millisecond})
+	m := fake.New(fake.Options{FirstTokenDelay: 20 * time.Millisecond, TokenDelay: time.Millisecond})
 	start := time.Now()
 	collect(t, m, request(agent.Friend, user("hi")))
 	if time.Since(start) < 20*time.Millisecond {
 		t.Fatal("the first-token delay was not waited")
 	}
-	slow := fakemodel.New(fakemodel.Options{TokenDelay: time.Hour})
+	slow := fake.New(fake.Options{TokenDelay: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n := 0
