@@ -305,7 +305,7 @@ func toModel(req chatRequest) (model.Request, error) {
 	var out model.Request
 	var system []string
 	for i, m := range req.Messages {
-		text, err := contentText(m.Content)
+		text, err := upstream.ContentText(m.Content, "content items", true)
 		if err != nil {
 			return out, fmt.Errorf("messages[%d].content: %w", i, err)
 		}
@@ -329,43 +329,6 @@ func toModel(req chatRequest) (model.Request, error) {
 		out.MaxOutputTokens = *req.MaxTokens
 	}
 	return out, nil
-}
-
-// contentText reads content given as a string, or as a list of text parts
-// or documents (whose data is the text).
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var items []struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Document struct {
-			Data json.RawMessage `json:"data"`
-		} `json:"document"`
-	}
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return "", fmt.Errorf("must be a string or a list of content items")
-	}
-	var b strings.Builder
-	for _, it := range items {
-		switch it.Type {
-		case "text":
-			b.WriteString(it.Text)
-		case "document":
-			var d string
-			if json.Unmarshal(it.Document.Data, &d) == nil {
-				b.WriteString(d)
-			} else {
-				b.Write(it.Document.Data)
-			}
-		}
-	}
-	return b.String(), nil
 }
 
 func toolPlan(parts []model.Part) string {

@@ -205,7 +205,7 @@ func toModel(req chatRequest) (model.Request, error) {
 	var out model.Request
 	var system []string
 	for i, m := range req.Messages {
-		text, err := contentText(m.Content)
+		text, err := upstream.ContentText(m.Content, "content parts", false)
 		if err != nil {
 			return out, fmt.Errorf("messages[%d].content: %w", i, err)
 		}
@@ -229,31 +229,6 @@ func toModel(req chatRequest) (model.Request, error) {
 		out.MaxOutputTokens = *req.MaxTokens
 	}
 	return out, nil
-}
-
-// contentText reads content given as a string or as a list of text parts.
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var items []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return "", fmt.Errorf("must be a string or a list of content parts")
-	}
-	var b strings.Builder
-	for _, it := range items {
-		if it.Type == "text" {
-			b.WriteString(it.Text)
-		}
-	}
-	return b.String(), nil
 }
 
 func finishReason(r string) string {

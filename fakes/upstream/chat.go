@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/companionhq/companion/internal/model"
 )
@@ -55,4 +57,50 @@ func ToolSpecs(tools []Tool) []model.ToolSpec {
 		out = append(out, model.ToolSpec{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
 	return out
+}
+
+// ContentText reads a message's content, given as a string or as a list of
+// parts, as the fake model's text: the text of the text parts and, with
+// documents (Cohere's), the data of the document parts (the text itself when
+// the data is a JSON string). parts names the list's entries in the error,
+// as each API calls them.
+func ContentText(raw json.RawMessage, parts string, documents bool) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var items []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Document json.RawMessage `json:"document"`
+	}
+	bad := fmt.Errorf("must be a string or a list of %s", parts)
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return "", bad
+	}
+	var b strings.Builder
+	for _, it := range items {
+		// Without documents, a document part is not read at all.
+		var doc struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if documents && it.Document != nil && json.Unmarshal(it.Document, &doc) != nil {
+			return "", bad
+		}
+		switch {
+		case it.Type == "text":
+			b.WriteString(it.Text)
+		case it.Type == "document" && documents:
+			var d string
+			if json.Unmarshal(doc.Data, &d) == nil {
+				b.WriteString(d)
+			} else {
+				b.Write(doc.Data)
+			}
+		}
+	}
+	return b.String(), nil
 }

@@ -2,7 +2,8 @@
 // fakes/openai) share: their knobs (pace, injected faults), the record of
 // the requests they served, noticing a client that went away, writing a
 // paced Server-Sent Events stream, and the message and tool shapes both
-// chat requests use. The wire formats themselves live in the fakes.
+// chat requests use, with how their content reads. The wire formats
+// themselves live in the fakes.
 package upstream
 
 import (
