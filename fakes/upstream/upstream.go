@@ -1,9 +1,9 @@
 // Package upstream holds what the fake model providers (fakes/cohere,
 // fakes/openai) share: their knobs (pace, injected faults), the record of
-// the requests they served, noticing a client that went away, writing a
-// paced Server-Sent Events stream, and the message and tool shapes both
-// chat requests use, with how their content reads. The wire formats
-// themselves live in the fakes.
+// the requests they served (and those of a transport, see Watch), noticing
+// a client that went away, writing a paced Server-Sent Events stream, and
+// the message and tool shapes both chat requests use, with how their
+// content reads. The wire formats themselves live in the fakes.
 package upstream
 
 import (
@@ -187,23 +187,7 @@ func (c *Core) notify() {
 // the moment the client goes away; call the returned done before the
 // handler returns.
 func (c *Core) Begin(r *http.Request, body []byte) (ex *Exchange, done func()) {
-	h := r.Header.Clone()
-	auth := h.Get("Authorization")
-	h.Del("Authorization")
-	token, ok := strings.CutPrefix(auth, "Bearer ")
-	authorized := ok && strings.TrimSpace(token) != "" && (c.opts.APIKey == "" || token == c.opts.APIKey)
-
-	c.mu.Lock()
-	ex = &Exchange{Method: r.Method, Path: r.URL.Path, Header: h, Authorized: authorized, Body: body, Started: time.Now()}
-	if authorized && len(c.faults) > 0 {
-		f := c.faults[0]
-		c.faults = c.faults[1:]
-		ex.Fault = &f
-	}
-	c.exchanges = append(c.exchanges, ex)
-	c.notify()
-	c.mu.Unlock()
-
+	ex = c.record(r, body, true)
 	// The server ends the request's context when the client goes away, or
 	// after the handler returned; done runs before that, so a context that
 	// ended while the handler ran means the client left. The callback
@@ -217,6 +201,28 @@ func (c *Core) Begin(r *http.Request, body []byte) (ex *Exchange, done func()) {
 			c.gone(ex)
 		}
 	}
+}
+
+// record notes the exchange of r, whose body is body, and, with faults,
+// hands it the next fault.
+func (c *Core) record(r *http.Request, body []byte, faults bool) *Exchange {
+	h := r.Header.Clone()
+	auth := h.Get("Authorization")
+	h.Del("Authorization")
+	token, ok := strings.CutPrefix(auth, "Bearer ")
+	authorized := ok && strings.TrimSpace(token) != "" && (c.opts.APIKey == "" || token == c.opts.APIKey)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ex := &Exchange{Method: r.Method, Path: r.URL.Path, Header: h, Authorized: authorized, Body: body, Started: time.Now()}
+	if faults && authorized && len(c.faults) > 0 {
+		f := c.faults[0]
+		c.faults = c.faults[1:]
+		ex.Fault = &f
+	}
+	c.exchanges = append(c.exchanges, ex)
+	c.notify()
+	return ex
 }
 
 // gone notes that ex's client went away, the first time it is noticed:

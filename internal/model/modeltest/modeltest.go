@@ -166,23 +166,12 @@ type observer interface {
 	WaitCancelled(ctx context.Context, n int) (time.Time, bool)
 }
 
-// fakeSeen observes a fake.
+// fakeSeen observes a fake, or a replayer through its watch.
 type fakeSeen struct{ *upstream.Core }
 
 func (f fakeSeen) started() []time.Time {
 	var out []time.Time
 	for _, e := range f.Exchanges() {
-		out = append(out, e.Started)
-	}
-	return out
-}
-
-// replaySeen observes a replayer.
-type replaySeen struct{ *replay.Replayer }
-
-func (r replaySeen) started() []time.Time {
-	var out []time.Time
-	for _, e := range r.Exchanges() {
 		out = append(out, e.Started)
 	}
 	return out
@@ -221,15 +210,16 @@ func (h Harness) onFake(rec func(t *testing.T) string) starter {
 func (h Harness) onCassettes(dir func(t *testing.T) string) starter {
 	return func(t *testing.T, _ upstream.Options, p model.Policy) env {
 		t.Helper()
-		r, err := replay.Open(dir(t), replay.Options{Provider: h.Provider, Log: true})
+		r, err := replay.Open(dir(t), replay.Options{Provider: h.Provider})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.Cassettes() == 0 {
 			t.Fatalf("no cassettes in %s: record them with %s=1", dir(t), RecordEnv)
 		}
-		m := h.New(t, "http://replay.invalid", &http.Client{Transport: r})
-		return env{t: t, h: h, seen: replaySeen{r}, model: model.Resilient(m, p)}
+		watch := upstream.NewCore(upstream.Options{})
+		m := h.New(t, "http://replay.invalid", &http.Client{Transport: watch.Watch(r)})
+		return env{t: t, h: h, seen: fakeSeen{watch}, model: model.Resilient(m, p)}
 	}
 }
 

@@ -28,9 +28,6 @@ type Options struct {
 	// (for tests and load tests). A stream whose client left before its
 	// end still waits, after its last chunk, for the client to leave.
 	Fast bool
-	// Log keeps a record of every request served, for Exchanges and
-	// WaitCancelled (tests): a service replaying for hours keeps none.
-	Log bool
 }
 
 // Replayer is an http.RoundTripper that answers from the cassettes of a
@@ -42,19 +39,15 @@ type Options struct {
 // ended: at its end, with the recorded failure, or, when the client had
 // stopped reading, by waiting for the client to go. An unmatched request
 // fails with a *model.Error that names the closest cassette and where it
-// differs. It is safe for concurrent use.
+// differs. It keeps no record of the requests it served: a service may
+// replay for hours. It is safe for concurrent use.
 type Replayer struct {
 	dir      string
 	provider string
 	fast     bool
-	log      bool // keep served
 	sources  []Source
 	byKey    map[string]*entry
 	entries  []*entry // of provider, by name
-
-	mu      sync.Mutex
-	served  []*Served
-	changed chan struct{}
 }
 
 // entry is one cassette file.
@@ -64,17 +57,6 @@ type entry struct {
 	c    *cassette.Cassette
 	ext  map[*cassette.Interaction]Extension
 	last *cassette.Interaction
-}
-
-// Served is one request a Replayer answered, or failed to.
-type Served struct {
-	// Cassette is the file name of the cassette that answered; "" when none
-	// matched.
-	Cassette string
-	Started  time.Time
-	// CancelledAt is when the client went away before the answer ended;
-	// zero when it did not.
-	CancelledAt time.Time
 }
 
 // ErrSeveralProviders is the error of Open without Options.Provider on a
@@ -90,7 +72,7 @@ func Open(dir string, opts Options) (*Replayer, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("the replay directory: %w", err)
 	}
-	r := &Replayer{dir: dir, fast: opts.Fast, log: opts.Log, byKey: map[string]*entry{}, changed: make(chan struct{})}
+	r := &Replayer{dir: dir, fast: opts.Fast, byKey: map[string]*entry{}}
 	seen := map[Source]bool{}
 	var all []*entry
 	for _, p := range paths {
@@ -173,73 +155,6 @@ func (r *Replayer) Sources() []Source { return append([]Source(nil), r.sources..
 // Cassettes is how many cassettes answer for the replayed provider.
 func (r *Replayer) Cassettes() int { return len(r.entries) }
 
-// Exchanges returns copies of the requests served so far, oldest first
-// (none without Options.Log).
-func (r *Replayer) Exchanges() []Served {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]Served, len(r.served))
-	for i, s := range r.served {
-		out[i] = *s
-	}
-	return out
-}
-
-// WaitCancelled waits until the n-th request (from 0) saw its client go
-// away, and returns when that was; ok is false when ctx ended first, and at
-// once without Options.Log (nothing is noted).
-func (r *Replayer) WaitCancelled(ctx context.Context, n int) (at time.Time, ok bool) {
-	if !r.log {
-		return time.Time{}, false
-	}
-	for {
-		r.mu.Lock()
-		if n < len(r.served) && !r.served[n].CancelledAt.IsZero() {
-			at := r.served[n].CancelledAt
-			r.mu.Unlock()
-			return at, true
-		}
-		ch := r.changed
-		r.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return time.Time{}, false
-		case <-ch:
-		}
-	}
-}
-
-// serve notes a request (in the log, with Options.Log).
-func (r *Replayer) serve(name string) *Served {
-	s := &Served{Cassette: name, Started: time.Now()}
-	if !r.log {
-		return s
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.served = append(r.served, s)
-	r.notify()
-	return s
-}
-
-// gone notes that s's client went away, the first time.
-func (r *Replayer) gone(s *Served) {
-	if !r.log {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s.CancelledAt.IsZero() {
-		s.CancelledAt = time.Now()
-		r.notify()
-	}
-}
-
-func (r *Replayer) notify() {
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
 // RoundTrip implements http.RoundTripper.
 func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	body, err := readBody(req)
@@ -249,7 +164,6 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	n := normalise(req.Method, req.URL.String(), body)
 	e := r.byKey[n.key(r.provider)]
 	if e == nil || !e.norm.same(n) {
-		r.serve("")
 		return nil, r.unmatched(n)
 	}
 	// go-vcr picks the first interaction not replayed yet.
@@ -261,20 +175,17 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ext := e.ext[ci]
-	s := r.serve(e.name)
 	ctx := req.Context()
 	if d := ci.Response.Duration; !r.fast && d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			r.gone(s)
 			return nil, ctx.Err()
 		case <-t.C:
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		r.gone(s)
 		return nil, err
 	}
 	res, err := ci.GetHTTPResponse()
@@ -286,10 +197,8 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if res.Header == nil {
 		res.Header = http.Header{}
 	}
-	p := &player{ctx: ctx, body: []byte(ci.Response.Body), chunks: ext.Chunks, end: ext.End, failure: ext.Error,
-		fast: r.fast, start: time.Now(), closed: make(chan struct{}), gone: func() { r.gone(s) }}
-	p.stop = context.AfterFunc(ctx, p.leave)
-	res.Body = p
+	res.Body = &player{ctx: ctx, body: []byte(ci.Response.Body), chunks: ext.Chunks, end: ext.End, failure: ext.Error,
+		fast: r.fast, start: time.Now(), closed: make(chan struct{})}
 	return res, nil
 }
 
@@ -345,30 +254,10 @@ type player struct {
 	failure string
 	fast    bool
 	start   time.Time
-	gone    func()
-	stop    func() bool
 
 	mu       sync.Mutex
 	closed   chan struct{}
-	finished bool // the end was delivered
 	isClosed bool
-}
-
-// leave notes that the client went away before the end.
-func (p *player) leave() {
-	p.mu.Lock()
-	finished := p.finished
-	p.mu.Unlock()
-	if !finished {
-		p.gone()
-	}
-}
-
-func (p *player) finish() {
-	p.mu.Lock()
-	p.finished = true
-	p.mu.Unlock()
-	p.stop()
 }
 
 func (p *player) Read(b []byte) (int, error) {
@@ -409,7 +298,6 @@ func (p *player) wait(d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-p.ctx.Done():
-		p.leave()
 		return p.ctx.Err()
 	case <-p.closed:
 		return errClosed
@@ -420,17 +308,14 @@ func (p *player) wait(d time.Duration) error {
 func (p *player) ending() error {
 	switch p.end {
 	case EndEOF:
-		p.finish()
 		return io.EOF
 	case EndBroken:
-		p.finish()
 		return fmt.Errorf("%s (replayed): %w", p.failure, io.ErrUnexpectedEOF)
 	}
 	// The client stopped reading here when it was recorded: wait for it
 	// to go.
 	select {
 	case <-p.ctx.Done():
-		p.leave()
 		return p.ctx.Err()
 	case <-p.closed:
 		return errClosed
@@ -439,17 +324,10 @@ func (p *player) ending() error {
 
 func (p *player) Close() error {
 	p.mu.Lock()
-	if p.isClosed {
-		p.mu.Unlock()
-		return nil
+	defer p.mu.Unlock()
+	if !p.isClosed {
+		p.isClosed = true
+		close(p.closed)
 	}
-	p.isClosed = true
-	close(p.closed)
-	finished := p.finished
-	p.mu.Unlock()
-	if !finished {
-		p.gone()
-	}
-	p.stop()
 	return nil
 }

@@ -99,7 +99,7 @@ func newRecorder(t *testing.T, dir string) *replay.Recorder {
 
 func open(t *testing.T, dir string, fast bool) *replay.Replayer {
 	t.Helper()
-	r, err := replay.Open(dir, replay.Options{Fast: fast, Log: true})
+	r, err := replay.Open(dir, replay.Options{Fast: fast})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,8 @@ func TestBrokenStream(t *testing.T) {
 }
 
 // TestClientLeft: a stream the client left (the fake hung) replays its
-// chunks, then waits for the client to go, and notes when it went.
+// chunks, then waits for the client to go; a watch on the replayer notes
+// when it went.
 func TestClientLeft(t *testing.T) {
 	dir := t.TempDir()
 	srv := fake(t, upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 1}}})
@@ -274,7 +275,8 @@ func TestClientLeft(t *testing.T) {
 		t.Fatalf("recording ended with %v", err)
 	}
 	srv.Close()
-	r := open(t, dir, true)
+	watch := upstream.NewCore(upstream.Options{})
+	r := watch.Watch(open(t, dir, true))
 	ctx, cancel = context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -285,7 +287,7 @@ func TestClientLeft(t *testing.T) {
 	if !bytes.Equal(joined(recorded), joined(replayed)) {
 		t.Errorf("replayed %q, recorded %q", joined(replayed), joined(recorded))
 	}
-	at, ok := r.WaitCancelled(context.Background(), 0)
+	at, ok := watch.WaitCancelled(context.Background(), 0)
 	if !ok || at.Sub(start) < 140*time.Millisecond {
 		t.Errorf("cancelled at %v (%v)", at.Sub(start), ok)
 	}
@@ -329,35 +331,32 @@ func TestMatchingIgnoresKeyOrderAndHost(t *testing.T) {
 	}
 }
 
-// TestNoLogByDefault: a replayer keeps no record of the requests it served
-// unless asked (Options.Log): a service replaying for hours would grow by
-// one for each.
-func TestNoLogByDefault(t *testing.T) {
+// TestWatched: a replayer keeps no record of the requests it served (a
+// service replaying for hours would grow by one for each); a watch on it
+// records each, the way the fakes record theirs, and notes no client that
+// went away when every answer was read to its end.
+func TestWatched(t *testing.T) {
 	dir := t.TempDir()
 	srv := fake(t, upstream.Options{})
 	if _, _, err := exchange(t, context.Background(), newRecorder(t, dir), srv.URL, chat("Hi")); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
-	r, err := replay.Open(dir, replay.Options{Fast: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	watch := upstream.NewCore(upstream.Options{})
+	r := watch.Watch(open(t, dir, true))
+	start := time.Now()
 	for range 3 {
 		if res, _, err := exchange(t, context.Background(), r, srv.URL, chat("Hi")); err != nil || res.StatusCode != 200 {
 			t.Fatalf("replaying: %v", err)
 		}
 	}
-	if n := len(r.Exchanges()); n != 0 {
-		t.Fatalf("%d requests logged without Options.Log", n)
+	ex := watch.Exchanges()
+	if len(ex) != 3 {
+		t.Fatalf("%d requests watched, want 3", len(ex))
 	}
-	logged := open(t, dir, true)
-	for range 3 {
-		if _, _, err := exchange(t, context.Background(), logged, srv.URL, chat("Hi")); err != nil {
-			t.Fatal(err)
+	for i, e := range ex {
+		if e.Path != "/v2/chat" || string(e.Body) != chat("Hi") || e.Started.Before(start) || !e.CancelledAt.IsZero() {
+			t.Errorf("exchange %d: %s %q started %v, cancelled at %v", i, e.Path, e.Body, e.Started.Sub(start), e.CancelledAt)
 		}
-	}
-	if n := len(logged.Exchanges()); n != 3 {
-		t.Fatalf("%d requests logged with Options.Log, want 3", n)
 	}
 }
