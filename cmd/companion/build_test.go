@@ -63,3 +63,26 @@ func TestLogDurations(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// TestNoTestCodeLinked: the service links no test support: neither the
+// testing package nor net/http/httptest (which go-vcr's packages would
+// bring), nor any fake of fakes/.
+func TestNoTestCodeLinked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists the binary's packages with the go command")
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 50 {
+		t.Fatalf("go list -deps listed %d packages: %q", len(deps), deps)
+	}
+	for _, p := range deps {
+		if p == "testing" || strings.HasPrefix(p, "testing/") || p == "net/http/httptest" ||
+			strings.HasPrefix(p, "github.com/companionhq/companion/fakes/") {
+			t.Errorf("the service links %s", p)
+		}
+	}
+}

@@ -9,6 +9,8 @@
 // which go-vcr ignores: who answered (provider, model, base URL) and how the
 // body arrived (the size and arrival time of every read, and how the stream
 // ended), so that a replay delivers the stream byte for byte with its timing.
+// It reads and writes the format itself: go-vcr's packages link the testing
+// package into whatever imports them, the service included.
 //
 // Each cassette holds the exchanges of one normalised request (method, path
 // and JSON body with keys sorted and spaces dropped) and is named after it:
@@ -32,9 +34,47 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v4"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
 )
+
+// FormatVersion is the go-vcr cassette format version of the files this
+// package reads and writes.
+const FormatVersion = 2
+
+// Request is a recorded request, as go-vcr's cassette.Request writes it: the
+// fields, their order and their keys are go-vcr's, so that the files stay
+// go-vcr's and a cassette.Request converts to a Request.
+type Request struct {
+	Proto            string      `yaml:"proto"`
+	ProtoMajor       int         `yaml:"proto_major"`
+	ProtoMinor       int         `yaml:"proto_minor"`
+	ContentLength    int64       `yaml:"content_length"`
+	TransferEncoding []string    `yaml:"transfer_encoding,omitempty"`
+	Trailer          http.Header `yaml:"trailer,omitempty"`
+	Host             string      `yaml:"host"`
+	RemoteAddr       string      `yaml:"remote_addr,omitempty"`
+	RequestURI       string      `yaml:"request_uri,omitempty"`
+	Body             string      `yaml:"body,omitempty"`
+	Form             url.Values  `yaml:"form,omitempty"`
+	Headers          http.Header `yaml:"headers,omitempty"`
+	URL              string      `yaml:"url"`
+	Method           string      `yaml:"method"`
+}
+
+// Response is a recorded response, as go-vcr's cassette.Response writes it.
+type Response struct {
+	Proto            string        `yaml:"proto"`
+	ProtoMajor       int           `yaml:"proto_major"`
+	ProtoMinor       int           `yaml:"proto_minor"`
+	TransferEncoding []string      `yaml:"transfer_encoding,omitempty"`
+	Trailer          http.Header   `yaml:"trailer,omitempty"`
+	ContentLength    int64         `yaml:"content_length"`
+	Uncompressed     bool          `yaml:"uncompressed,omitempty"`
+	Body             string        `yaml:"body"`
+	Headers          http.Header   `yaml:"headers"`
+	Status           string        `yaml:"status"`
+	Code             int           `yaml:"code"`
+	Duration         time.Duration `yaml:"duration"`
+}
 
 // Source is who answered the recorded requests.
 type Source struct {
@@ -111,10 +151,14 @@ type Extension struct {
 	Error string `yaml:"error,omitempty"`
 }
 
-// Interaction is one recorded exchange as a cassette file holds it.
+// Interaction is one recorded exchange as a cassette file holds it: go-vcr's
+// interaction (its id, request and response) and the extension.
 type Interaction struct {
-	cassette.Interaction `yaml:",inline"`
-	Companion            Extension `yaml:"companion"`
+	// ID counts the interactions of a cassette from 0.
+	ID        int       `yaml:"id"`
+	Request   Request   `yaml:"request"`
+	Response  Response  `yaml:"response"`
+	Companion Extension `yaml:"companion"`
 }
 
 // file is a cassette file: go-vcr's cassette with the extension.
@@ -133,8 +177,8 @@ func ReadCassette(path string) ([]*Interaction, error) {
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("cassette %s: %w", filepath.Base(path), err)
 	}
-	if f.Version != cassette.CassetteFormatVersion {
-		return nil, fmt.Errorf("cassette %s: format version %d, want %d", filepath.Base(path), f.Version, cassette.CassetteFormatVersion)
+	if f.Version != FormatVersion {
+		return nil, fmt.Errorf("cassette %s: format version %d, want %d", filepath.Base(path), f.Version, FormatVersion)
 	}
 	for k, i := range f.Interactions {
 		n := 0
@@ -153,27 +197,18 @@ func ReadCassette(path string) ([]*Interaction, error) {
 	return f.Interactions, nil
 }
 
-// marshal writes c, whose interactions have their extensions in ext, as a
-// cassette file.
-func marshal(c *cassette.Cassette, ext map[*cassette.Interaction]Extension) ([]byte, error) {
-	f := file{Version: c.Version}
-	for _, i := range c.Interactions {
-		f.Interactions = append(f.Interactions, &Interaction{Interaction: *i, Companion: ext[i]})
+// marshal writes interactions as a cassette file, as go-vcr saves one: a
+// YAML document marker, then the document.
+func marshal(interactions []*Interaction) ([]byte, error) {
+	b, err := yaml.Marshal(file{Version: FormatVersion, Interactions: interactions})
+	if err != nil {
+		return nil, err
 	}
-	return yaml.Marshal(f)
+	return append([]byte("---\n"), b...), nil
 }
 
-// atomicFS writes cassette files whole: a reader never sees half a file.
-type atomicFS struct{}
-
-func (atomicFS) ReadFile(name string) ([]byte, error) { return os.ReadFile(name) }
-
-func (atomicFS) IsFileExists(name string) bool {
-	_, err := os.Stat(name)
-	return err == nil
-}
-
-func (atomicFS) WriteFile(name string, data []byte) error {
+// writeFile writes a cassette file whole: a reader never sees half a file.
+func writeFile(name string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(name), ".cassette-*")
 	if err != nil {
 		return err
@@ -206,13 +241,12 @@ var secretResponseHeaders = []string{"Set-Cookie", "Openai-Organization", "Opena
 // Scrubbed is what a scrubbed value reads.
 const Scrubbed = "[scrubbed]"
 
-// Scrub returns a go-vcr hook that removes credentials from an interaction:
+// Scrub returns a function that removes credentials from an interaction:
 // the values of the headers that carry keys (Authorization, X-Api-Key,
 // Api-Key, cookies, OpenAI's organization and project) become [scrubbed],
 // and so does every occurrence of each secret (of at least 4 bytes) in the
-// URLs, headers and bodies. It suits recorder.WithHook(Scrub(key),
-// recorder.BeforeSaveHook) in go-vcr's own recorder too.
-func Scrub(secrets ...string) recorder.HookFunc {
+// URLs, headers and bodies of its request and response.
+func Scrub(secrets ...string) func(*Interaction) {
 	var keep []string
 	for _, s := range secrets {
 		if len(s) >= 4 {
@@ -239,7 +273,7 @@ func Scrub(secrets ...string) recorder.HookFunc {
 			}
 		}
 	}
-	return func(i *cassette.Interaction) error {
+	return func(i *Interaction) {
 		i.Request.URL = replace(i.Request.URL)
 		i.Request.RequestURI = replace(i.Request.RequestURI)
 		i.Request.Body = replace(i.Request.Body)
@@ -252,7 +286,6 @@ func Scrub(secrets ...string) recorder.HookFunc {
 		headers(i.Request.Headers, secretRequestHeaders)
 		headers(i.Response.Headers, secretResponseHeaders)
 		i.Response.Body = replace(i.Response.Body)
-		return nil
 	}
 }
 
@@ -322,10 +355,11 @@ func CassetteName(provider, method, rawURL string, body []byte) string {
 	return provider + "-" + normalise(method, rawURL, body).key(provider) + ".yaml"
 }
 
-// Matcher is a go-vcr matcher that compares requests as the replayer does:
+// Matcher compares a request with a recorded one as the replayer does:
 // method, path and query, and the body as canonical JSON. Headers and the
-// host are not compared.
-func Matcher(r *http.Request, i cassette.Request) bool {
+// host are not compared. With go-vcr's own recorder, it matches a
+// cassette.Request i as Matcher(r, replay.Request(i)).
+func Matcher(r *http.Request, i Request) bool {
 	body, err := readBody(r)
 	if err != nil {
 		return false

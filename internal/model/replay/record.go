@@ -10,9 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
 )
 
 // Recorder is an http.RoundTripper that sends each request on and writes
@@ -22,28 +19,22 @@ import (
 //
 // go-vcr's own recorder reads a response whole before handing it on, which
 // would hold a stream back until it ends; this one keeps go-vcr's cassette
-// format and its scrubbing hook.
+// format.
 type Recorder struct {
 	dir    string
 	source Source
 	next   http.RoundTripper
-	scrub  recorder.HookFunc
+	scrub  func(*Interaction)
 	// secrets are scrubbed from the base URL too.
 	secrets []string
 	// OnError, when set, is told about a cassette that could not be written.
 	OnError func(error)
 
 	mu sync.Mutex
-	// written holds the cassettes written by this recorder, by file name:
-	// a request sent again (a retry) adds to its cassette, while one
-	// recorded in an earlier run is replaced.
-	written map[string]*session
-}
-
-// session is one cassette being written.
-type session struct {
-	c   *cassette.Cassette
-	ext map[*cassette.Interaction]Extension
+	// written holds the interactions of the cassettes written by this
+	// recorder, by file name: a request sent again (a retry) adds to its
+	// cassette, while one recorded in an earlier run is replaced.
+	written map[string][]*Interaction
 }
 
 // NewRecorder records the exchanges of the model source through next to
@@ -60,7 +51,7 @@ func NewRecorder(dir string, source Source, next http.RoundTripper, secrets ...s
 		next = http.DefaultTransport
 	}
 	return &Recorder{dir: dir, source: source, next: next, scrub: Scrub(secrets...), secrets: secrets,
-		written: map[string]*session{}}, nil
+		written: map[string][]*Interaction{}}, nil
 }
 
 // RoundTrip implements http.RoundTripper. A request that fails before any
@@ -75,13 +66,13 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := &cassette.Interaction{
-		Request: cassette.Request{
+	i := &Interaction{
+		Request: Request{
 			Proto: req.Proto, ProtoMajor: req.ProtoMajor, ProtoMinor: req.ProtoMinor,
 			ContentLength: req.ContentLength, Host: req.Host,
 			Body: string(body), Headers: req.Header.Clone(), URL: req.URL.String(), Method: req.Method,
 		},
-		Response: cassette.Response{
+		Response: Response{
 			Status: res.Status, Code: res.StatusCode, Proto: res.Proto, ProtoMajor: res.ProtoMajor, ProtoMinor: res.ProtoMinor,
 			TransferEncoding: res.TransferEncoding, ContentLength: res.ContentLength, Uncompressed: res.Uncompressed,
 			Headers: res.Header.Clone(), Duration: time.Since(start),
@@ -93,24 +84,18 @@ func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // save adds i to its cassette and writes the cassette.
-func (r *Recorder) save(name string, i *cassette.Interaction, ext Extension) {
-	if err := r.scrub(i); err != nil {
-		r.fail(err)
-		return
-	}
-	ext.BaseURL = scrubURL(ext.BaseURL, r.secrets)
+func (r *Recorder) save(name string, i *Interaction) {
+	r.scrub(i)
+	i.Companion.BaseURL = scrubURL(i.Companion.BaseURL, r.secrets)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.written[name]
-	if s == nil {
-		c := cassette.New(filepath.Join(r.dir, name[:len(name)-len(".yaml")]))
-		s = &session{c: c, ext: map[*cassette.Interaction]Extension{}}
-		c.MarshalFunc = func(any) ([]byte, error) { return marshal(c, s.ext) }
-		r.written[name] = s
+	i.ID = len(r.written[name])
+	r.written[name] = append(r.written[name], i)
+	data, err := marshal(r.written[name])
+	if err == nil {
+		err = writeFile(filepath.Join(r.dir, name), data)
 	}
-	s.c.AddInteraction(i)
-	s.ext[i] = ext
-	if err := s.c.SaveWithFS(atomicFS{}); err != nil {
+	if err != nil {
 		r.fail(fmt.Errorf("writing cassette %s: %w", name, err))
 	}
 }
@@ -126,7 +111,7 @@ type tee struct {
 	r     *Recorder
 	ctx   context.Context
 	body  io.ReadCloser
-	i     *cassette.Interaction
+	i     *Interaction
 	name  string
 	start time.Time
 
@@ -173,9 +158,9 @@ func (t *tee) Close() error {
 func (t *tee) finish(end, failure string) {
 	t.done = true
 	t.i.Response.Body = string(t.buf)
-	ext := Extension{Source: t.r.source, Chunks: t.chunks, End: end, Error: failure}
-	if ext.Chunks == nil {
-		ext.Chunks = []Chunk{}
+	t.i.Companion = Extension{Source: t.r.source, Chunks: t.chunks, End: end, Error: failure}
+	if t.i.Companion.Chunks == nil {
+		t.i.Companion.Chunks = []Chunk{}
 	}
-	t.r.save(t.name, t.i, ext)
+	t.r.save(t.name, t.i)
 }

@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
-
 	"github.com/companionhq/companion/internal/model"
 )
 
@@ -52,11 +50,25 @@ type Replayer struct {
 
 // entry is one cassette file.
 type entry struct {
-	name string
-	norm normal
-	c    *cassette.Cassette
-	ext  map[*cassette.Interaction]Extension
-	last *cassette.Interaction
+	name         string
+	norm         normal
+	provider     string
+	interactions []*Interaction
+
+	mu   sync.Mutex
+	next int // the interaction the next request gets
+}
+
+// take returns the interaction that answers the next request: each in the
+// order they were recorded, then the last one again.
+func (e *entry) take() *Interaction {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.next == len(e.interactions) {
+		return e.interactions[e.next-1]
+	}
+	e.next++
+	return e.interactions[e.next-1]
 }
 
 // ErrSeveralProviders is the error of Open without Options.Provider on a
@@ -84,19 +96,14 @@ func Open(dir string, opts Options) (*Replayer, error) {
 			continue
 		}
 		name := filepath.Base(p)
-		e := &entry{name: name, c: cassette.New(strings.TrimSuffix(name, ".yaml")), ext: map[*cassette.Interaction]Extension{}}
-		e.c.Matcher = Matcher
 		src := is[0].Companion.Source
-		e.norm = normalise(is[0].Request.Method, is[0].Request.URL, []byte(is[0].Request.Body))
+		e := &entry{name: name, provider: src.Provider, interactions: is,
+			norm: normalise(is[0].Request.Method, is[0].Request.URL, []byte(is[0].Request.Body))}
 		for k, i := range is {
 			n := normalise(i.Request.Method, i.Request.URL, []byte(i.Request.Body))
 			if !n.same(e.norm) || i.Companion.Provider != src.Provider {
 				return nil, fmt.Errorf("cassette %s: interaction %d is another request than interaction 0", name, k)
 			}
-			ci := &i.Interaction
-			e.c.AddInteraction(ci)
-			e.ext[ci] = i.Companion
-			e.last = ci
 		}
 		k := e.norm.key(src.Provider)
 		if other := r.byKey[k]; other != nil {
@@ -131,7 +138,7 @@ func Open(dir string, opts Options) (*Replayer, error) {
 		}
 	}
 	for _, e := range all {
-		if e.ext[e.last].Provider == r.provider {
+		if e.provider == r.provider {
 			r.entries = append(r.entries, e)
 		}
 	}
@@ -166,15 +173,8 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if e == nil || !e.norm.same(n) {
 		return nil, r.unmatched(n)
 	}
-	// go-vcr picks the first interaction not replayed yet.
-	ci, err := e.c.GetInteraction(req)
-	if errors.Is(err, cassette.ErrInteractionNotFound) {
-		ci, err = e.last, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ext := e.ext[ci]
+	ci := e.take()
+	ext := ci.Companion
 	ctx := req.Context()
 	if d := ci.Response.Duration; !r.fast && d > 0 {
 		t := time.NewTimer(d)
@@ -188,12 +188,14 @@ func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := ci.GetHTTPResponse()
-	if err != nil {
-		return nil, err
+	rec := ci.Response
+	res := &http.Response{
+		Status: rec.Status, StatusCode: rec.Code,
+		Proto: rec.Proto, ProtoMajor: rec.ProtoMajor, ProtoMinor: rec.ProtoMinor,
+		TransferEncoding: rec.TransferEncoding, Trailer: rec.Trailer.Clone(),
+		ContentLength: rec.ContentLength, Uncompressed: rec.Uncompressed,
+		Header: rec.Headers.Clone(), Close: true, Request: req,
 	}
-	res.Request = req
-	res.Header = ci.Response.Headers.Clone()
 	if res.Header == nil {
 		res.Header = http.Header{}
 	}

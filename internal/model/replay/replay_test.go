@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v4"
+	"gopkg.in/dnaeon/go-vcr.v4/pkg/cassette"
 	"gopkg.in/dnaeon/go-vcr.v4/pkg/recorder"
 
 	fakecohere "github.com/companionhq/companion/fakes/cohere"
@@ -294,7 +296,8 @@ func TestClientLeft(t *testing.T) {
 }
 
 // TestGoVCRReplays: the cassettes are go-vcr cassettes: go-vcr's own
-// recorder replays them with the package's matcher (whole, without timing).
+// recorder replays them with the package's matcher (whole, without timing),
+// its cassette.Request converting to a replay.Request.
 func TestGoVCRReplays(t *testing.T) {
 	dir := t.TempDir()
 	srv := fake(t, upstream.Options{})
@@ -305,7 +308,8 @@ func TestGoVCRReplays(t *testing.T) {
 	srv.Close()
 	name := replay.CassetteName("cohere", http.MethodPost, "/v2/chat", []byte(chat("What's the weather in Paris and Tokyo?")))
 	rec, err := recorder.New(filepath.Join(dir, strings.TrimSuffix(name, ".yaml")),
-		recorder.WithMode(recorder.ModeReplayOnly), recorder.WithMatcher(replay.Matcher), recorder.WithSkipRequestLatency(true))
+		recorder.WithMode(recorder.ModeReplayOnly), recorder.WithSkipRequestLatency(true),
+		recorder.WithMatcher(func(r *http.Request, i cassette.Request) bool { return replay.Matcher(r, replay.Request(i)) }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,5 +362,81 @@ func TestWatched(t *testing.T) {
 		if e.Path != "/v2/chat" || string(e.Body) != chat("Hi") || e.Started.Before(start) || !e.CancelledAt.IsZero() {
 			t.Errorf("exchange %d: %s %q started %v, cancelled at %v", i, e.Path, e.Body, e.Started.Sub(start), e.CancelledAt)
 		}
+	}
+}
+
+// TestCassettesRewriteByteForByte: the cassettes recorded under testdata
+// read and write again byte for byte: the package writes go-vcr's format as
+// go-vcr's own cassette package wrote it for the recorder.
+func TestCassettesRewriteByteForByte(t *testing.T) {
+	paths, err := filepath.Glob("../*/testdata/cassettes/*/*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) < 20 {
+		t.Fatalf("%d cassettes under testdata, want the providers' recordings", len(paths))
+	}
+	for _, p := range paths {
+		is, err := replay.ReadCassette(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := replay.Marshal(is)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := os.ReadFile(p); !bytes.Equal(got, want) {
+			t.Errorf("%s written again differs:\n%s\n---\n%s", p, got, want)
+		}
+	}
+}
+
+// TestGoVCRWrites: a cassette go-vcr's own cassette package saves, with the
+// extension added by its marshal hook as the recorder once did, is the file
+// this package writes.
+func TestGoVCRWrites(t *testing.T) {
+	paths, _ := filepath.Glob("../cohere/testdata/cassettes/429_with_Retry-After/*/*.yaml")
+	if len(paths) == 0 {
+		t.Fatal("no cassette")
+	}
+	is, err := replay.ReadCassette(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	c := cassette.New(filepath.Join(dir, "vcr"))
+	ext := map[*cassette.Interaction]replay.Extension{}
+	for _, i := range is {
+		ci := &cassette.Interaction{Request: cassette.Request(i.Request), Response: cassette.Response(i.Response)}
+		c.AddInteraction(ci)
+		ext[ci] = i.Companion
+	}
+	c.MarshalFunc = func(any) ([]byte, error) {
+		var f struct {
+			Version      int `yaml:"version"`
+			Interactions []*struct {
+				cassette.Interaction `yaml:",inline"`
+				Companion            replay.Extension `yaml:"companion"`
+			} `yaml:"interactions"`
+		}
+		f.Version = c.Version
+		for _, i := range c.Interactions {
+			f.Interactions = append(f.Interactions, &struct {
+				cassette.Interaction `yaml:",inline"`
+				Companion            replay.Extension `yaml:"companion"`
+			}{*i, ext[i]})
+		}
+		return yaml.Marshal(f)
+	}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join(dir, "vcr.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := replay.Marshal(is)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("written (%v):\n%s\n---\ngo-vcr wrote:\n%s", err, got, want)
 	}
 }

@@ -1,0 +1,4 @@
+package replay
+
+// Marshal writes interactions as the recorder writes a cassette file.
+var Marshal = marshal
