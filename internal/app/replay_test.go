@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -172,46 +171,5 @@ func TestReplayUnmatched(t *testing.T) {
 		if res.StatusCode != 502 || e.Error != want {
 			t.Errorf("%s: %d %s, want 502 %q", path, res.StatusCode, b, want)
 		}
-	}
-}
-
-// TestModelSettingsOfCassettes: the settings of recording and replaying
-// that cannot work stop the service with a message that says what to do.
-func TestModelSettingsOfCassettes(t *testing.T) {
-	empty := t.TempDir()
-	two := t.TempDir()
-	for _, p := range providers {
-		h, _ := p.fake(upstream.Options{})
-		srv := httptest.NewServer(h)
-		svc := apptest.Start(t, func(cfg *app.Config) { p.configure(cfg, srv.URL); cfg.RecordDir = two })
-		svc.Post(t, generatePath, request("t", "Hi"))
-		srv.Close()
-	}
-	for _, tc := range []struct {
-		name      string
-		configure func(*app.Config)
-		want      string
-	}{
-		{"replay without a directory", func(c *app.Config) { c.Model = "replay" }, `model "replay" needs the directory of its cassettes`},
-		{"a directory without replay", func(c *app.Config) { c.Model, c.ReplayDir, c.CohereAPIKey = "cohere/command-a-03-2025", empty, "k" }, `a replay directory is read by the model "replay"`},
-		{"recording the fake", func(c *app.Config) { c.RecordDir = empty }, "a record directory records the exchanges of a real model provider"},
-		{"recording a replay", func(c *app.Config) { c.Model, c.ReplayDir, c.RecordDir = "replay", empty, empty }, "a record directory records"},
-		{"no cassettes", func(c *app.Config) { c.Model, c.ReplayDir = "replay", empty }, "holds no cassettes: record some with -record-dir"},
-		{"no such directory", func(c *app.Config) { c.Model, c.ReplayDir = "replay", filepath.Join(empty, "nope") }, "the replay directory"},
-		{"several providers", func(c *app.Config) { c.Model, c.ReplayDir = "replay", two }, "several providers (cohere/command-a-03-2025, openai/gpt-4o-mini): keep one model's cassettes per directory"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := app.Defaults()
-			cfg.DatabaseURL = apptest.SQLiteURL(t)
-			tc.configure(&cfg)
-			a, err := app.New(context.Background(), cfg, nil)
-			if err == nil {
-				a.Close()
-				t.Fatal("the service started")
-			}
-			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %q, want %q", err, tc.want)
-			}
-		})
 	}
 }
