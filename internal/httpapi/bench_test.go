@@ -7,6 +7,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/run"
 )
 
 // BenchmarkDecodeRun is a run request's strict decoding and validation.
@@ -23,8 +24,8 @@ func BenchmarkDecodeRun(b *testing.B) {
 }
 
 // benchRecords is a weather run's log: a tool round, then 40 text deltas.
-func benchRecords() []record {
-	recs := []record{
+func benchRecords() []run.Record {
+	recs := []run.Record{
 		{Start: &agent.RunStarted{RunID: "r", ThreadID: "t", ResourceID: "u", Personality: agent.Friend, TraceID: "0123456789abcdef0123456789abcdef", MessageID: "m"}},
 		{StepStart: &agent.StepStarted{Index: 0, Kind: agent.StepInitial, MessageID: "m"}},
 		{InputStart: &agent.ToolInputStarted{CallID: "c", Tool: "weatherTool"}},
@@ -36,11 +37,11 @@ func benchRecords() []record {
 		{StepStart: &agent.StepStarted{Index: 1, Kind: agent.StepToolResult, MessageID: "m"}},
 	}
 	for range 40 {
-		recs = append(recs, record{Text: &agent.TextDelta{Text: " word"}})
+		recs = append(recs, run.Record{Text: &agent.TextDelta{Text: " word"}})
 	}
 	return append(recs,
-		record{StepFinish: &agent.StepFinished{Index: 1, Kind: agent.StepToolResult, FinishReason: model.FinishStop, Usage: model.Usage{InputTokens: 104, OutputTokens: 40, TotalTokens: 144}}},
-		record{Finished: &runFinished{Reason: model.FinishStop, Usage: model.Usage{InputTokens: 204, OutputTokens: 42, TotalTokens: 246}}})
+		run.Record{StepFinish: &agent.StepFinished{Index: 1, Kind: agent.StepToolResult, FinishReason: model.FinishStop, Usage: model.Usage{InputTokens: 104, OutputTokens: 40, TotalTokens: 144}}},
+		run.Record{Finished: &run.Finished{Reason: model.FinishStop, Usage: model.Usage{InputTokens: 204, OutputTokens: 42, TotalTokens: 246}}})
 }
 
 // BenchmarkEncode is one weather run's events written as SSE frames, in
@@ -62,22 +63,5 @@ func BenchmarkEncode(b *testing.B) {
 				}
 			}
 		})
-	}
-}
-
-// BenchmarkRecord is one event's trip through the run's log: encoded by
-// the run, decoded by each reader.
-func BenchmarkRecord(b *testing.B) {
-	rec := record{Text: &agent.TextDelta{Text: " word"}}
-	b.ReportAllocs()
-	for b.Loop() {
-		data, err := json.Marshal(rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var back record
-		if err := json.Unmarshal(data, &back); err != nil {
-			b.Fatal(err)
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/run"
 )
 
 // mastraDialect writes Mastra 0.24's chunks, as its own server sends them
@@ -107,7 +108,7 @@ func (d *mastraDialect) endText(out []frame) []frame {
 	return out
 }
 
-func (d *mastraDialect) frames(rec *record, out []frame) []frame {
+func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
 		d.messageID = rec.Start.MessageID
@@ -227,7 +228,7 @@ func (d *aisdkDialect) endText(out []frame) []frame {
 	return out
 }
 
-func (d *aisdkDialect) frames(rec *record, out []frame) []frame {
+func (d *aisdkDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
 		c := aisdkChunk{Type: "start", MessageID: rec.Start.MessageID}

@@ -14,6 +14,7 @@ import (
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/api/apitest"
 	"github.com/companionhq/companion/internal/apperr"
+	"github.com/companionhq/companion/internal/run"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
@@ -140,13 +141,13 @@ func FuzzSSEWriter(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		records := []record{
+		records := []run.Record{
 			{Start: &agent.RunStarted{RunID: runID, ThreadID: a, ResourceID: b}},
 			{Text: &agent.TextDelta{Text: a}},
 			{InputDelta: &agent.ToolInputDelta{Delta: b, CallID: a, Tool: "weatherTool"}},
 			{Text: &agent.TextDelta{Text: b}},
-			{Failed: &runFailed{Message: a + b, Code: api.CodeModelError}},
-			{Finished: &runFinished{Reason: "error"}},
+			{Failed: &run.Failed{Message: a + b, Code: api.CodeModelError}},
+			{Finished: &run.Finished{Reason: "error"}},
 		}
 		sent := []string{api.EventStart, api.EventText, api.EventToolCallDelta, api.EventText, api.EventError, api.EventRunFinish}
 		for i := range records {

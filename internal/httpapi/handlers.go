@@ -146,7 +146,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Tim
 		return
 	}
 	defer release()
-	runID, err := s.startRun(r, in)
+	runID, err := s.runs.Start(r.Context(), in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -195,7 +195,7 @@ func (s *Server) handleCancel() http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		if err := s.runs.log.Cancel(r.Context(), runID); err != nil {
+		if err := s.runs.Cancel(r.Context(), runID); err != nil {
 			s.writeError(w, r, s.runErr(runID, err))
 			return
 		}
@@ -217,7 +217,7 @@ func (s *Server) ownedRun(r *http.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	meta, err := s.runs.log.Meta(r.Context(), runID)
+	meta, err := s.cfg.RunLog.Meta(r.Context(), runID)
 	if err != nil {
 		return "", s.runErr(runID, err)
 	}
@@ -263,14 +263,7 @@ func lastEventID(r *http.Request) (int64, error) {
 // the longest a run may take (agent.ErrRunTimeout), or when the server
 // cancels its runs at the end of a shutdown.
 func (s *Server) runContext(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(r.Context())
-	stop := context.AfterFunc(s.runs.stopCtx, func() { cancel(errShutdown) })
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, s.cfg.Limits.MaxRunDuration, agent.ErrRunTimeout)
-	return ctx, func() {
-		stop()
-		cancelTimeout()
-		cancel(nil)
-	}
+	return s.runs.Attached(r.Context())
 }
 
 // admitStream takes one of the stream slots, or refuses with 503 and a

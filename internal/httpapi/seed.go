@@ -5,6 +5,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/run"
 )
 
 // seedEvent is a run event in the seed dialect, the stream events of
@@ -54,7 +55,7 @@ func (*seedDialect) ids() bool           { return true }
 func (*seedDialect) trailer() string     { return "" }
 func (*seedDialect) stateful() bool      { return false }
 
-func (d *seedDialect) frames(rec *record, out []frame) []frame {
+func (d *seedDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
 		d.runID = rec.Start.RunID
@@ -64,7 +65,7 @@ func (d *seedDialect) frames(rec *record, out []frame) []frame {
 		return append(out, frame{v: api.Event{Type: api.EventRunFinish, RunID: d.runID,
 			Payload: api.RunFinishPayload{FinishReason: rec.Finished.Reason, Usage: usageOf(rec.Finished.Usage), Cost: costOf(rec.Finished.Cost)}}})
 	}
-	ev := rec.event()
+	ev := rec.Event()
 	if ev == nil {
 		return out
 	}

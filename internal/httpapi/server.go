@@ -21,6 +21,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/requestid"
+	"github.com/companionhq/companion/internal/run"
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/turn"
 )
@@ -203,7 +204,7 @@ type Server struct {
 	handler http.Handler
 	// streams holds a token per open stream, Limits.MaxStreams at most.
 	streams chan struct{}
-	runs    *runs
+	runs    *run.Runs
 }
 
 // NewServer returns the API handler.
@@ -227,8 +228,9 @@ func NewServer(cfg Config) *Server {
 	if cfg.RunLog == nil {
 		cfg.RunLog = runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.StreamRetention})
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, streams: make(chan struct{}, cfg.Limits.MaxStreams),
-		runs: newRuns(cfg.RunLog, cfg.ResumeGrace)}
+	s := &Server{cfg: cfg, log: cfg.Logger, obs: cfg.Observer, streams: make(chan struct{}, cfg.Limits.MaxStreams)}
+	s.runs = run.New(run.Config{Log: cfg.RunLog, Runner: runner{s}, Failure: failedOf,
+		MaxDuration: cfg.Limits.MaxRunDuration, Grace: cfg.ResumeGrace, Logger: cfg.Logger})
 	s.router = s.routes()
 	// The server span is named after the route once routing has found it
 	// (see observeRequests); scrapes of /metrics make no spans.

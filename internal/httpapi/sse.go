@@ -12,6 +12,7 @@ import (
 
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/aside"
+	"github.com/companionhq/companion/internal/run"
 )
 
 // dialect turns a run's records into the frames one kind of client reads.
@@ -21,7 +22,7 @@ type dialect interface {
 	// headers adds the dialect's response headers.
 	headers(h http.Header)
 	// frames appends the frames of rec to out.
-	frames(rec *record, out []frame) []frame
+	frames(rec *run.Record, out []frame) []frame
 	// ids reports whether frames carry their record's id (SSE id:).
 	ids() bool
 	// trailer is a data frame written after the run's end, or "".
@@ -132,12 +133,12 @@ func (f *frameWriter) commit() error {
 
 // skip feeds rec to the dialect without writing it: a resumed stream's
 // records before its id.
-func (f *frameWriter) skip(rec *record) { f.frames = f.d.frames(rec, f.frames[:0]) }
+func (f *frameWriter) skip(rec *run.Record) { f.frames = f.d.frames(rec, f.frames[:0]) }
 
 // write writes rec's frames, with id seq when the dialect carries ids, and
 // flushes them unless more records are ready to follow at once: a burst of
 // records goes out in one write.
-func (f *frameWriter) write(seq int64, rec *record, more bool) error {
+func (f *frameWriter) write(seq int64, rec *run.Record, more bool) error {
 	if err := f.commit(); err != nil {
 		return err
 	}
