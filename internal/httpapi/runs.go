@@ -104,6 +104,9 @@ type follower struct {
 	ew    *frameWriter
 	// held are the opening records held back until the stream commits.
 	held []heldRecord
+	// dec decodes the records that come without their value; made at the
+	// first, as most streams have none.
+	dec *run.Decoder
 	// committed is set once a record went out (at once for a resumed
 	// stream); ended once the run's end was read.
 	committed, ended bool
@@ -162,7 +165,10 @@ func (f *follower) decode(data []byte) *run.Record {
 		rec *run.Record
 		err error
 	)
-	aside.Do(func() { rec, err = run.Decode(data) })
+	if f.dec == nil {
+		f.dec = new(run.Decoder)
+	}
+	aside.Do(func() { rec, err = f.dec.Decode(data) })
 	if err != nil {
 		f.s.log.LogAttrs(f.r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", f.runID), errAttr(err))
 		return nil

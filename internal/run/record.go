@@ -1,7 +1,6 @@
 package run
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/companionhq/companion/internal/agent"
@@ -13,32 +12,32 @@ import (
 // Record is one entry of a run's log: one of its fields is set. The run
 // hands the Record itself to the readers in its own process, beside its
 // bytes (runlog.Entry.Value), so that they need not decode it; readers
-// elsewhere decode the bytes (Decode).
+// elsewhere decode the bytes (Decode; wire.go has their format).
 type Record struct {
-	Start      *agent.RunStarted       `json:"start,omitempty"`
-	StepStart  *agent.StepStarted      `json:"stepStart,omitempty"`
-	Text       *agent.TextDelta        `json:"text,omitempty"`
-	InputStart *agent.ToolInputStarted `json:"inputStart,omitempty"`
-	InputDelta *agent.ToolInputDelta   `json:"inputDelta,omitempty"`
-	InputEnd   *agent.ToolInputEnded   `json:"inputEnd,omitempty"`
-	Call       *agent.ToolCalled       `json:"call,omitempty"`
-	ToolFailed *agent.ToolFailed       `json:"toolFailed,omitempty"`
-	Returned   *agent.ToolReturned     `json:"returned,omitempty"`
-	StepFinish *agent.StepFinished     `json:"stepFinish,omitempty"`
+	Start      *agent.RunStarted
+	StepStart  *agent.StepStarted
+	Text       *agent.TextDelta
+	InputStart *agent.ToolInputStarted
+	InputDelta *agent.ToolInputDelta
+	InputEnd   *agent.ToolInputEnded
+	Call       *agent.ToolCalled
+	ToolFailed *agent.ToolFailed
+	Returned   *agent.ToolReturned
+	StepFinish *agent.StepFinished
 	// Failed and Finished end a run: a failed run has both, in this order.
-	Failed   *Failed   `json:"failed,omitempty"`
-	Finished *Finished `json:"finished,omitempty"`
+	Failed   *Failed
+	Finished *Finished
 }
 
 // Failed is how a run failed: in-band (Code, Message) for a stream that
 // has started, and as an error for one that has not (Kind, the apperr code
 // its status comes from; Error; RetryAfter in seconds).
 type Failed struct {
-	Code       string `json:"code"`
-	Message    string `json:"message"`
-	Kind       string `json:"kind"`
-	Error      string `json:"error"`
-	RetryAfter int    `json:"retryAfter,omitempty"`
+	Code       string
+	Message    string
+	Kind       string
+	Error      string
+	RetryAfter int
 }
 
 // Err is f as the error a stream that has not started answers with.
@@ -49,9 +48,9 @@ func (f *Failed) Err() error {
 // Finished ends a run: its finish reason, and the usage of its steps and
 // what it cost.
 type Finished struct {
-	Reason string       `json:"reason"`
-	Usage  model.Usage  `json:"usage"`
-	Cost   pricing.Cost `json:"cost"`
+	Reason string
+	Usage  model.Usage
+	Cost   pricing.Cost
 }
 
 // Opening reports whether rec is held back until the model produced
@@ -110,13 +109,4 @@ func recordOf(ev agent.Event) *Record {
 		return &Record{StepFinish: &e}
 	}
 	return &Record{}
-}
-
-// Decode decodes a record of a run's log.
-func Decode(data []byte) (*Record, error) {
-	rec := new(Record)
-	if err := json.Unmarshal(data, rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
 }

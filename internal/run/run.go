@@ -10,12 +10,13 @@
 // request (from any instance), when its readers left and none came back
 // within the resume grace, when it took too long, and all of them at the
 // end of a shutdown's grace period, which waits for them. Writing to a
-// client is not its business: the HTTP edge follows the log.
+// client is not its business: the HTTP edge follows the log. The format of
+// the records, which instances of two versions share during a rolling
+// deploy, is in wire.go.
 package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -140,8 +141,10 @@ func (rs *Runs) Start(ctx context.Context, in *agent.Input) (string, error) {
 func (rs *Runs) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 	var usage model.Usage
 	var cost pricing.Cost
+	// One encoder for the run's records: they are appended one at a time.
+	enc := new(encoder)
 	appendRec := func(rec *Record) error {
-		b, err := json.Marshal(rec)
+		b, err := enc.encode(rec)
 		if err != nil {
 			return fmt.Errorf("encoding a run record: %w", err)
 		}
