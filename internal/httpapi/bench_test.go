@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/model"
@@ -52,7 +53,7 @@ func BenchmarkEncode(b *testing.B) {
 		b.Run(format, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				w, err := newFrameWriter(httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil), newDialect(format, "r"), "r")
+				w, err := newFrameWriter(httptest.NewRecorder(), httptest.NewRequest("POST", "/", nil), newDialect(format, "r"), "r", time.Minute)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/companionhq/companion/internal/agent"
@@ -137,7 +138,7 @@ func FuzzSSEWriter(f *testing.F) {
 	f.Add("", "\u2028\u2029</script>", "r")
 	f.Fuzz(func(t *testing.T, a, b, runID string) {
 		rec := httptest.NewRecorder()
-		w, err := newFrameWriter(rec, httptest.NewRequest("POST", "/", nil), newDialect(FormatSeed, runID), runID)
+		w, err := newFrameWriter(rec, httptest.NewRequest("POST", "/", nil), newDialect(FormatSeed, runID), runID, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func (s *Server) WaitRuns(ctx context.Context) error { return s.runs.Wait(ctx) }
 // something, so that a run failing before that gets a status and a JSON
 // body instead, and times its first event and text from its arrival.
 func (s *Server) followRun(w http.ResponseWriter, r *http.Request, runID string, after int64, d dialect, arrived time.Time) {
-	ew, err := newFrameWriter(w, r, d, runID)
+	ew, err := newFrameWriter(w, r, d, runID, s.cfg.Limits.StreamStallTimeout)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -82,6 +82,10 @@ type Limits struct {
 	// MaxRunDuration caps a run's whole length; a stream then ends with an
 	// error event (RUN_TIMEOUT) and run-finish, generate with 504.
 	MaxRunDuration time.Duration
+	// StreamStallTimeout ends a stream whose client has taken none of its
+	// bytes for this long, as a broken stream: its run goes on (and may be
+	// resumed), and its slot among MaxStreams is free at once.
+	StreamStallTimeout time.Duration
 	// BodyReadTimeout caps the time a client may take to send a request
 	// body once its headers are in (408 beyond it).
 	BodyReadTimeout time.Duration
@@ -98,14 +102,15 @@ func (l Limits) ServerMaxHeaderBytes() int { return l.orDefaults().MaxHeaderByte
 // DefaultLimits are the limits the service runs with unless told otherwise.
 func DefaultLimits() Limits {
 	return Limits{
-		MaxBodyBytes:    DefaultMaxBodyBytes,
-		MaxMessages:     100,
-		MaxMessageBytes: 64 << 10,
-		MaxIDBytes:      256,
-		MaxStreams:      1000,
-		MaxRunDuration:  10 * time.Minute,
-		BodyReadTimeout: 10 * time.Second,
-		MaxHeaderBytes:  64 << 10,
+		MaxBodyBytes:       DefaultMaxBodyBytes,
+		MaxMessages:        100,
+		MaxMessageBytes:    64 << 10,
+		MaxIDBytes:         256,
+		MaxStreams:         1000,
+		MaxRunDuration:     10 * time.Minute,
+		BodyReadTimeout:    10 * time.Second,
+		StreamStallTimeout: time.Minute,
+		MaxHeaderBytes:     64 << 10,
 	}
 }
 
@@ -129,6 +134,9 @@ func (l Limits) orDefaults() Limits {
 	}
 	if l.MaxRunDuration <= 0 {
 		l.MaxRunDuration = d.MaxRunDuration
+	}
+	if l.StreamStallTimeout <= 0 {
+		l.StreamStallTimeout = d.StreamStallTimeout
 	}
 	if l.BodyReadTimeout <= 0 {
 		l.BodyReadTimeout = d.BodyReadTimeout

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	sse "github.com/tmaxmax/go-sse"
 
@@ -94,16 +96,32 @@ type frameWriter struct {
 	// onFirst is called once, when the first frame is flushed, and
 	// onFirstText when the first text frame is.
 	onFirst, onFirstText func()
+	// A write that the client does not take within stall fails (armStall).
+	rc    *http.ResponseController
+	stall time.Duration
 }
 
-func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect, runID string) (*frameWriter, error) {
+func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect, runID string, stall time.Duration) (*frameWriter, error) {
 	s, err := sse.Upgrade(w, r)
 	if err != nil {
 		return nil, fmt.Errorf("streaming is not supported by this connection: %w", err)
 	}
-	f := &frameWriter{w: w, session: s, d: d, runID: runID}
+	f := &frameWriter{w: w, session: s, d: d, runID: runID, rc: http.NewResponseController(w), stall: stall}
 	f.enc = newEncoder(&f.buf)
 	return f, nil
+}
+
+// armStall gives the write about to happen the stall timeout: a client
+// that stops reading would otherwise hold its stream, and its slot among
+// -max-streams, for as long as it keeps the connection open, once what is
+// written outgrows the sockets' buffers. The deadline is set before every
+// write and never cleared: no write happens between two armStalls,
+// however long the run is quiet.
+func (f *frameWriter) armStall() error {
+	if err := f.rc.SetWriteDeadline(time.Now().Add(f.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
 }
 
 // commit sets the stream's headers and sends them.
@@ -126,6 +144,9 @@ func (f *frameWriter) commit() error {
 	}
 	f.d.headers(h)
 	f.committed = true
+	if err := f.armStall(); err != nil {
+		return err
+	}
 	var err error
 	aside.Do(func() { err = f.session.Flush() }) // the first Flush sends the head alone
 	return err
@@ -140,6 +161,9 @@ func (f *frameWriter) skip(rec *run.Record) { f.frames = f.d.frames(rec, f.frame
 // records goes out in one write.
 func (f *frameWriter) write(seq int64, rec *run.Record, more bool) error {
 	if err := f.commit(); err != nil {
+		return err
+	}
+	if err := f.armStall(); err != nil {
 		return err
 	}
 	f.frames = f.d.frames(rec, f.frames[:0])
@@ -187,6 +211,9 @@ func (f *frameWriter) flush() error {
 
 // end writes the dialect's trailer after the run's end.
 func (f *frameWriter) end() error {
+	if err := f.armStall(); err != nil {
+		return err
+	}
 	t := f.d.trailer()
 	if t == "" {
 		if f.unflushed {
