@@ -1,11 +1,16 @@
 package app_test
 
 import (
+	"bufio"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 )
 
 // TestBadIDsAreRefusedAtTheEdge: an id holding NUL or another control
@@ -53,4 +58,81 @@ func TestBadIDsAreRefusedAtTheEdge(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDatabaseOutage: PostgreSQL crashes in the middle of a streamed turn.
+// While it is down every route that needs it answers 503 with Retry-After
+// (and /ready says so); once it is back the service answers again within
+// seconds, and the thread whose turn the crash broke takes a new turn at
+// once: its lease, left behind, names a presence that died with the
+// crash. What the user sent before the crash is kept.
+func TestDatabaseOutage(t *testing.T) {
+	pg := pgtest.Private(t)
+	svc := apptest.Start(t, func(c *app.Config) {
+		c.DatabaseURL = pg.URL
+		c.FakeTokenDelay = 20 * time.Millisecond
+		c.LockWait = 5 * time.Second
+	})
+	generate := func(thread, text string) (*http.Response, []byte) {
+		return svc.Post(t, "/api/agents/companionAgent/generate",
+			`{"threadId":"`+thread+`","resourceId":"r","messages":[{"role":"user","content":"`+text+`"}]}`)
+	}
+	if res, b := generate("before", "Hello"); res.StatusCode != 200 {
+		t.Fatalf("a turn before the outage: %d %s", res.StatusCode, b)
+	}
+	res, err := http.Post(svc.URL+"/api/agents/companionAgent/stream", "application/json",
+		strings.NewReader(`{"threadId":"mid","resourceId":"r","messages":[{"role":"user","content":"Tell me a long story."}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rd := bufio.NewReader(res.Body)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream before the outage: %v", err)
+		}
+		if strings.Contains(line, `"type":"text"`) {
+			break
+		}
+	}
+
+	pg.Crash(t)
+	rest, _ := io.ReadAll(rd)
+	if !strings.Contains(string(rest), `"type":"error"`) || !strings.Contains(string(rest), `"type":"run-finish"`) {
+		t.Fatalf("the stream the outage broke ends with %.400s", rest)
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/api/agents/companionAgent/generate", `{"threadId":"during","resourceId":"r","messages":[{"role":"user","content":"Hi"}]}`},
+		{"POST", "/api/agents/companionAgent/stream", `{"threadId":"during","resourceId":"r","messages":[{"role":"user","content":"Hi"}]}`},
+		{"GET", "/api/memory/threads?resourceId=r", ""},
+		{"GET", "/api/memory/threads/before/messages?resourceId=r", ""},
+		{"GET", "/api/memory/usage?resourceId=r", ""},
+		{"GET", "/ready", ""},
+	} {
+		res, b := svc.Do(t, tc.method, tc.path, tc.body)
+		if res.StatusCode != 503 || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s %s during the outage: %d (Retry-After %q) %s, want 503 with Retry-After", tc.method, tc.path, res.StatusCode, res.Header.Get("Retry-After"), b)
+		}
+	}
+
+	pg.Start(t)
+	back := time.Now()
+	for {
+		res, b := generate("mid", "Are you still there?")
+		if res.StatusCode == 200 {
+			if !strings.Contains(string(b), `Earlier you mentioned: \"Tell me a long story.\"`) {
+				t.Fatalf("the turn after the outage does not see the message sent before it: %s", b)
+			}
+			break
+		}
+		if res.StatusCode != 503 || time.Since(back) > 10*time.Second {
+			t.Fatalf("a turn on the broken thread %s after the outage: %d %s", time.Since(back).Round(time.Millisecond), res.StatusCode, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the broken thread took a turn %s after the database was back", time.Since(back).Round(time.Millisecond))
+	if res, b := svc.Do(t, "GET", "/ready", ""); res.StatusCode != 200 {
+		t.Fatalf("/ready after the outage: %d %s", res.StatusCode, b)
+	}
 }

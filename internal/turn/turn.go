@@ -152,7 +152,10 @@ func (t *Turns) Ping(ctx context.Context) error {
 	if we := (*memory.WriteError)(nil); errors.As(err, &we) {
 		return apperr.Wrap(apperr.Unavailable, err, "not ready: the conversation store cannot write: %s", we.Reason).After(StoreRetryAfter)
 	}
-	return err
+	if err != nil {
+		return apperr.Wrap(apperr.Unavailable, err, "not ready: the database does not answer, or its schema is not the one this build expects").After(StoreRetryAfter)
+	}
+	return nil
 }
 
 // Outcome is a finished turn: the run, and what it left in the thread.

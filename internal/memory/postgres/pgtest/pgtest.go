@@ -194,17 +194,24 @@ func startPrivate() (string, *throwaway.Process, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	dir, err := throwaway.Dir("postgres")
+	url, proc, _, _, _, err := initPrivate(bin, cred)
+	return url, proc, err
+}
+
+// initPrivate initialises a cluster in a temporary folder and starts it on
+// a free port, returning its URL, process, folder, data folder and port.
+func initPrivate(bin string, cred *syscall.Credential, settings ...string) (url string, proc *throwaway.Process, dir, data string, port int, err error) {
+	dir, err = throwaway.Dir("postgres")
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", "", 0, err
 	}
-	data := filepath.Join(dir, "data")
+	data = filepath.Join(dir, "data")
 	if cred != nil {
 		// The folder is the server user's; the test binary, as root, may
 		// still read its log and remove it.
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			os.RemoveAll(dir)
-			return "", nil, err
+			return "", nil, "", "", 0, err
 		}
 	}
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "-A", "trust",
@@ -213,7 +220,7 @@ func startPrivate() (string, *throwaway.Process, error) {
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("initdb in %s: %v\n%s", data, err, out)
+		return "", nil, "", "", 0, fmt.Errorf("initdb in %s: %v\n%s", data, err, out)
 	}
 
 	// A port may be taken between choosing and binding it: a few tries.
@@ -221,21 +228,21 @@ func startPrivate() (string, *throwaway.Process, error) {
 	for range 3 {
 		port, err := throwaway.FreePort()
 		if err != nil {
-			return "", nil, err
+			return "", nil, "", "", 0, err
 		}
-		url, proc, err := startServer(bin, dir, data, port, cred)
+		url, proc, err := startServer(bin, dir, data, port, cred, settings...)
 		if err == nil {
-			return url, proc, nil
+			return url, proc, dir, data, port, nil
 		}
 		lastErr = err
 	}
 	os.RemoveAll(dir)
-	return "", nil, lastErr
+	return "", nil, "", "", 0, lastErr
 }
 
 // startServer starts postgres on port and waits until it takes
 // connections. Its log is the folder's postgres.log.
-func startServer(bin, dir, data string, port int, cred *syscall.Credential) (string, *throwaway.Process, error) {
+func startServer(bin, dir, data string, port int, cred *syscall.Credential, settings ...string) (string, *throwaway.Process, error) {
 	logPath := filepath.Join(dir, "postgres.log")
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
@@ -244,10 +251,14 @@ func startServer(bin, dir, data string, port int, cred *syscall.Credential) (str
 	defer log.Close()
 	// Loopback TCP only, no Unix socket; durability traded for speed, as
 	// the data is thrown away.
-	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+	args := []string{"-D", data, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200")
+		"-c", "max_connections=200"}
+	for _, kv := range settings {
+		args = append(args, "-c", kv)
+	}
+	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
