@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/app"
+	"github.com/companionhq/companion/internal/redact"
 	"github.com/companionhq/companion/internal/telemetry"
 )
 
@@ -164,7 +165,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 		return cfg, logLevel, errUsage
 	}
 	cfg.Limits.MaxBodyBytes = int64(maxBody)
-	cfg.RedisURL = app.Secret(redisURL)
+	cfg.RedisURL = redact.Secret(redisURL)
 	cfg.CORSOrigins = splitList(cors)
 	for _, p := range splitList(proxies) {
 		prefix, err := netip.ParsePrefix(p)
@@ -186,8 +187,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	}
 	// Keys come from the providers' usual variables, never from flags: a
 	// flag would show in the process list.
-	cfg.CohereAPIKey = app.Secret(getenv("CO_API_KEY"))
-	cfg.OpenAIAPIKey = app.Secret(getenv("OPENAI_API_KEY"))
+	cfg.CohereAPIKey = redact.Secret(getenv("CO_API_KEY"))
+	cfg.OpenAIAPIKey = redact.Secret(getenv("OPENAI_API_KEY"))
 	if err := logLevel.UnmarshalText([]byte(level)); err != nil {
 		errs = append(errs, fmt.Errorf("log level %q is not one of debug, info, warn, error", level))
 	}

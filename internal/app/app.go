@@ -116,7 +116,7 @@ type Config struct {
 	RateLimit int
 	// RedisURL, when set, shares the rate limits of every instance through
 	// Redis.
-	RedisURL Secret
+	RedisURL redact.Secret
 	// StreamFormat is the stream dialect of requests that name none:
 	// "seed" (or ""), "mastra" or "ai-sdk".
 	StreamFormat string
@@ -140,8 +140,8 @@ type Config struct {
 	ModelBaseURL string
 	// CohereAPIKey and OpenAIAPIKey are the providers' keys (CO_API_KEY,
 	// OPENAI_API_KEY).
-	CohereAPIKey Secret
-	OpenAIAPIKey Secret
+	CohereAPIKey redact.Secret
+	OpenAIAPIKey redact.Secret
 	// The resilience policy of real providers (see model.Policy).
 	ModelTimeout           time.Duration
 	ModelFirstTokenTimeout time.Duration
@@ -158,20 +158,6 @@ type Config struct {
 	ReplayDir  string
 	ReplayFast bool
 }
-
-// Secret is a value that must not be printed: it formats as [redacted].
-type Secret string
-
-// String implements fmt.Stringer without showing the value.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-// LogValue implements slog.LogValuer without showing the value.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
 // Defaults returns the configuration the service runs with when nothing is
 // set.
@@ -510,7 +496,7 @@ func DatabaseKind(url string) string {
 func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	return provider.Open(provider.Config{
 		Model: cfg.Model, BaseURL: cfg.ModelBaseURL,
-		CohereAPIKey: redact.Secret(cfg.CohereAPIKey), OpenAIAPIKey: redact.Secret(cfg.OpenAIAPIKey),
+		CohereAPIKey: cfg.CohereAPIKey, OpenAIAPIKey: cfg.OpenAIAPIKey,
 		Timeout: cfg.ModelTimeout, FirstTokenTimeout: cfg.ModelFirstTokenTimeout,
 		MaxRetries: cfg.ModelMaxRetries, RetryDelay: cfg.ModelRetryDelay, RetryBudget: cfg.ModelRetryBudget,
 		FakeFirstTokenDelay: cfg.FakeFirstTokenDelay, FakeTokenDelay: cfg.FakeTokenDelay,

@@ -17,6 +17,7 @@ import (
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/limits/redistest"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+	"github.com/companionhq/companion/internal/redact"
 )
 
 // benchTurns sends one turn per iteration, each on a thread of its own,
@@ -81,7 +82,7 @@ func BenchmarkStreamRedis(b *testing.B) {
 	url := redistest.ServerURL()
 	redistest.Options(b) // skips without Redis
 	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/stream", func(c *app.Config) {
-		c.RedisURL = app.Secret(url)
+		c.RedisURL = redact.Secret(url)
 	})
 }
 

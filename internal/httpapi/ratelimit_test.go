@@ -13,6 +13,7 @@ import (
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/limits/redistest"
+	"github.com/companionhq/companion/internal/redact"
 	"github.com/companionhq/companion/internal/testkit"
 )
 
@@ -96,7 +97,7 @@ func TestRateLimitPerResource(t *testing.T) {
 func TestRateLimitSharedThroughRedis(t *testing.T) {
 	url := redistest.ServerURL()
 	redistest.Options(t) // skips, or fails in CI, without Redis
-	configure := func(c *app.Config) { c.RateLimit = 6; c.RedisURL = app.Secret(url); behindProxy(c) }
+	configure := func(c *app.Config) { c.RateLimit = 6; c.RedisURL = redact.Secret(url); behindProxy(c) }
 	a, b := apptest.Start(t, configure), apptest.Start(t, configure)
 	resource := unique("shared")
 	admitted := 0

@@ -18,6 +18,7 @@ import (
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/limits/redistest"
+	"github.com/companionhq/companion/internal/redact"
 )
 
 // frame is one SSE frame as read off the wire.
@@ -277,7 +278,7 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 	redistest.Options(t) // skips, or fails in CI, without Redis
 	db := apptest.SQLiteURL(t)
 	configure := func(c *app.Config) {
-		c.RedisURL = app.Secret(url)
+		c.RedisURL = redact.Secret(url)
 		c.FakeTokenDelay = 10 * time.Millisecond
 		c.DatabaseURL = db
 	}
