@@ -213,7 +213,7 @@ func TestChatCommands(t *testing.T) {
 // TestChatNotesAReplyCutShort: a reply that reached the output limit (the
 // service caps each model call here) says so after its text.
 func TestChatNotesAReplyCutShort(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.MaxOutputTokens = 5 })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.MaxOutputTokens = 5 })
 	cg := startChat(t, svc.URL, "t1")
 	cg.say(t, "Tell me a long story.")
 	cg.quit(t)
@@ -226,7 +226,7 @@ func TestChatNotesAReplyCutShort(t *testing.T) {
 // "stopped", the prompt is back, nothing of the reply is stored, and the
 // next turn answers both messages.
 func TestChatStopsAReply(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 20 * time.Millisecond })
 	cg := startChat(t, svc.URL, "t2")
 	cg.say(t, "Tell me a long story about the sea.")
 	cg.waitFor(t, "You asked:")
@@ -249,8 +249,8 @@ func TestChatStopsAReply(t *testing.T) {
 // once.
 func TestChatStopsBeforeTheFirstToken(t *testing.T) {
 	svc := apptest.Start(t, func(c *app.Config) {
-		c.FakeFirstTokenDelay = 500 * time.Millisecond
-		c.FakeTokenDelay = 20 * time.Millisecond
+		c.Model.FakeFirstTokenDelay = 500 * time.Millisecond
+		c.Model.FakeTokenDelay = 20 * time.Millisecond
 	})
 	cg := startChat(t, svc.URL, "t3")
 	cg.say(t, "Tell me about the mountains.")
@@ -333,7 +333,7 @@ func (b *breaker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestChatResumesABrokenStream: a reply whose stream breaks is resumed
 // once, seamlessly; a second break is an error line, and the chat goes on.
 func TestChatResumesABrokenStream(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = time.Millisecond })
 	b := &breaker{target: svc.URL, after: 12}
 	proxy := httptest.NewServer(b)
 	defer proxy.Close()

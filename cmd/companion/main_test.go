@@ -180,8 +180,8 @@ func TestConfig(t *testing.T) {
 		want    []string // in the config's %+v
 		wantErr string
 	}{
-		{name: "defaults", want: []string{"Addr:127.0.0.1:4111", "MaxSteps:5", "ShutdownGrace:10s", "WeatherGeocodingURL:https://geocoding-api.open-meteo.com", "WeatherTimeout:10s", "StreamRetention:5m0s", "StreamRetainedBytes:67108864"}},
-		{name: "env", env: map[string]string{"COMPANION_ADDR": "0.0.0.0:9000", "COMPANION_MAX_STEPS": "3", "COMPANION_WEATHER_TIMEOUT": "2s"}, want: []string{"Addr:0.0.0.0:9000", "MaxSteps:3", "WeatherTimeout:2s"}},
+		{name: "defaults", want: []string{"Addr:127.0.0.1:4111", "MaxSteps:5", "ShutdownGrace:10s", "Weather:{GeocodingURL:https://geocoding-api.open-meteo.com", "ForecastURL:https://api.open-meteo.com Timeout:10s", "StreamRetention:5m0s", "StreamRetainedBytes:67108864"}},
+		{name: "env", env: map[string]string{"COMPANION_ADDR": "0.0.0.0:9000", "COMPANION_MAX_STEPS": "3", "COMPANION_WEATHER_TIMEOUT": "2s"}, want: []string{"Addr:0.0.0.0:9000", "MaxSteps:3", "ForecastURL:https://api.open-meteo.com Timeout:2s"}},
 		{name: "flag beats env", args: []string{"-max-steps", "7"}, env: map[string]string{"COMPANION_MAX_STEPS": "3"}, want: []string{"MaxSteps:7"}},
 		{name: "tracing", env: map[string]string{"COMPANION_TRACE_CONTENT": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}, want: []string{"TraceContent:true", "OTLPProtocol:grpc"}},
 		{name: "memory defaults", want: []string{"DatabaseURL:sqlite://data/companion.db", "HistoryWindow:20", "LockWait:30s"}},
@@ -200,7 +200,7 @@ func TestConfig(t *testing.T) {
 		{name: "zero steps", args: []string{"-max-steps", "0"}, wantErr: "max steps must be at least 1"},
 		{name: "bad log level", args: []string{"-log-level", "loud"}, wantErr: `log level "loud" is not one of`},
 		{name: "bad weather url", args: []string{"-weather-forecast-url", "ftp://x"}, wantErr: `weather URL "ftp://x" must start with http://`},
-		{name: "cost settings", args: []string{"-prices", "prices.json"}, env: map[string]string{"COMPANION_COST_QUOTA": "2.5"}, want: []string{"CostQuota:2.5", "PricesFile:prices.json"}},
+		{name: "cost settings", args: []string{"-prices", "prices.json"}, env: map[string]string{"COMPANION_COST_QUOTA": "2.5"}, want: []string{"Quota:{Tokens:0 Cost:2.5}", "PricesFile:prices.json"}},
 		{name: "negative cost quota", args: []string{"-cost-quota", "-1"}, wantErr: "cost quota must not be negative"},
 		{name: "cost quota not a number", args: []string{"-cost-quota", "NaN"}, wantErr: "cost quota must not be negative"},
 		{name: "bad env cost quota", env: map[string]string{"COMPANION_COST_QUOTA": "a dollar"}, wantErr: `$COMPANION_COST_QUOTA: "a dollar" is not a number of US dollars`},

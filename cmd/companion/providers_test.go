@@ -91,7 +91,7 @@ func TestKeysAreNotPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(cfg.CohereAPIKey) != testKey || string(cfg.OpenAIAPIKey) != testKey {
+	if string(cfg.Model.CohereAPIKey) != testKey || string(cfg.Model.OpenAIAPIKey) != testKey {
 		t.Fatal("keys not read from CO_API_KEY and OPENAI_API_KEY")
 	}
 	if s := fmt.Sprintf("%+v %v", cfg, cfg); strings.Contains(s, testKey) {

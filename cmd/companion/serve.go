@@ -21,21 +21,21 @@ func serve(ctx context.Context, cfg app.Config, level slog.Level, stderr io.Writ
 	// go-redis logs through a logger of its own, to stderr by default: route
 	// it into ours, where a Redis outage is already reported once.
 	redis.SetLogger(redisLog{log})
-	cfg.Version, _ = buildInfo()
+	cfg.Telemetry.ServiceVersion, _ = buildInfo()
 	a, err := app.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+		return fmt.Errorf("listening on %s: %w", cfg.Server.Addr, err)
 	}
 	var metrics net.Listener
-	if cfg.MetricsAddr != "" {
-		if metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+	if cfg.Server.MetricsAddr != "" {
+		if metrics, err = net.Listen("tcp", cfg.Server.MetricsAddr); err != nil {
 			ln.Close()
-			return fmt.Errorf("listening on %s for metrics: %w", cfg.MetricsAddr, err)
+			return fmt.Errorf("listening on %s for metrics: %w", cfg.Server.MetricsAddr, err)
 		}
 	}
 	// SIGHUP re-reads the API keys file: keys rotate without a restart.

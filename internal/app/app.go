@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,156 +41,6 @@ import (
 	"github.com/companionhq/companion/internal/turn"
 	"github.com/companionhq/companion/internal/web"
 )
-
-// Config is everything the service needs to know. Defaults() fills the
-// documented defaults.
-type Config struct {
-	Addr            string
-	Model           string
-	MaxSteps        int
-	MaxOutputTokens int
-	// Limits bound what one request may ask (body, messages, ids, streams,
-	// run duration, body read time).
-	Limits        httpapi.Limits
-	ShutdownGrace time.Duration
-	// ShutdownDelay is how long /ready answers 503 at the start of a
-	// shutdown while the listener still serves, so that a load balancer
-	// stops sending requests before it closes.
-	ShutdownDelay time.Duration
-
-	WeatherGeocodingURL string
-	WeatherForecastURL  string
-	WeatherTimeout      time.Duration
-
-	FakeFirstTokenDelay time.Duration
-	FakeTokenDelay      time.Duration
-
-	// Version is the service.version of exported spans.
-	Version string
-	// OTLPProtocol exports spans over OTLP, "grpc" or "http/protobuf"; ""
-	// exports none. cmd/companion sets it from the standard
-	// OTEL_EXPORTER_OTLP_* variables, which the exporter then reads itself.
-	OTLPProtocol string
-	// TraceContent records message contents, tool arguments and results in
-	// spans. Off by default: they may hold personal data.
-	TraceContent bool
-	// SpanExporter, when set, receives every span as it ends; tests give an
-	// in-memory one.
-	SpanExporter sdktrace.SpanExporter
-	// DatabaseURL chooses the conversation store: sqlite://PATH (a file,
-	// created with its directory) or postgres://... (postgresql:// too).
-	DatabaseURL string
-	// HistoryWindow is how many stored messages of a thread each run sees.
-	HistoryWindow int
-	// LockWait is how long a turn waits for the thread's previous turn
-	// before it is refused with 409.
-	LockWait time.Duration
-	// HistoryBytes bounds the message content a run sees of its thread.
-	HistoryBytes int
-	// MaxThreadBytes is what one thread may store (0: no limit).
-	MaxThreadBytes int64
-	// TokenQuota is the tokens one resource may use per UTC day (0: none).
-	TokenQuota int64
-	// CostQuota is what one resource's runs may cost per UTC day, in US
-	// dollars (0: none).
-	CostQuota float64
-	// PricesFile is a prices table (JSON) over the shipped one; "" uses
-	// the shipped one.
-	PricesFile string
-
-	// Auth: API keys (a file of "KEY RESOURCE[,RESOURCE...]" lines) and JWT
-	// bearer tokens (a JWKS URL, or an HS256 secret file for development).
-	// With none set, authentication is off.
-	APIKeysFile      string
-	JWKSURL          string
-	JWTIssuer        string
-	JWTAudience      string
-	JWTResourceClaim string
-	JWTSecretFile    string
-	// CORSOrigins are the browser origins allowed to call the API; none by
-	// default.
-	CORSOrigins []string
-	// RateLimit is the requests per minute one resource, and one client
-	// address, may make (0: no limit).
-	RateLimit int
-	// RedisURL, when set, shares the rate limits of every instance through
-	// Redis.
-	RedisURL redact.Secret
-	// StreamFormat is the stream dialect of requests that name none:
-	// "seed" (or ""), "mastra" or "ai-sdk".
-	StreamFormat string
-	// StreamRetention is how long a streamed run's events stay to be
-	// resumed after it ended; ResumeGrace how long a run goes on after its
-	// last stream broke (0: cancel it at once).
-	StreamRetention time.Duration
-	ResumeGrace     time.Duration
-	// StreamRetainedBytes bounds the events of ended runs this instance
-	// keeps for resuming, all runs together: past it, the runs that ended
-	// first are forgotten before their retention is over.
-	StreamRetainedBytes int
-	// MetricsAddr, when set, serves /metrics on a listener of its own and
-	// not on the API's (cmd/companion opens it).
-	MetricsAddr string
-	// TrustedProxies are the networks of the proxies in front of the
-	// service: from them, X-Forwarded-For names the client address.
-	TrustedProxies []netip.Prefix
-	// ModelBaseURL replaces the provider's address; with a model name that
-	// names no provider it selects an OpenAI-compatible server.
-	ModelBaseURL string
-	// CohereAPIKey and OpenAIAPIKey are the providers' keys (CO_API_KEY,
-	// OPENAI_API_KEY).
-	CohereAPIKey redact.Secret
-	OpenAIAPIKey redact.Secret
-	// The resilience policy of real providers (see model.Policy).
-	ModelTimeout           time.Duration
-	ModelFirstTokenTimeout time.Duration
-	ModelMaxRetries        int
-	ModelRetryDelay        time.Duration
-	ModelRetryBudget       time.Duration
-	// WebUI serves the web chat page at / and /assets/ beside the API.
-	WebUI bool
-	// RecordDir, when set, records every exchange with the model provider
-	// to a cassette in this directory (internal/model/replay).
-	RecordDir string
-	// ReplayDir holds the cassettes the model "replay" answers from;
-	// ReplayFast replays them without their recorded delays.
-	ReplayDir  string
-	ReplayFast bool
-}
-
-// Defaults returns the configuration the service runs with when nothing is
-// set.
-func Defaults() Config {
-	p := model.DefaultPolicy()
-	return Config{
-		Addr:                "127.0.0.1:4111",
-		MaxSteps:            agent.DefaultMaxSteps,
-		Limits:              httpapi.DefaultLimits(),
-		ShutdownGrace:       10 * time.Second,
-		WeatherGeocodingURL: weather.DefaultGeocodingURL,
-		WeatherForecastURL:  weather.DefaultForecastURL,
-		WeatherTimeout:      weather.DefaultTimeout,
-		DatabaseURL:         DefaultDatabaseURL,
-		HistoryWindow:       turn.DefaultWindow,
-		LockWait:            turn.DefaultLockWait,
-		HistoryBytes:        turn.DefaultHistoryBytes,
-		StreamRetention:     httpapi.DefaultStreamRetention,
-		StreamRetainedBytes: runlog.DefaultMaxRetained,
-		ResumeGrace:         httpapi.DefaultResumeGrace,
-		MaxThreadBytes:      turn.DefaultMaxThreadBytes,
-
-		ModelTimeout:           p.CallTimeout,
-		ModelFirstTokenTimeout: p.FirstTokenTimeout,
-		ModelMaxRetries:        p.MaxAttempts - 1,
-		ModelRetryDelay:        p.BaseDelay,
-		ModelRetryBudget:       p.RetryBudget,
-		WebUI:                  true,
-	}
-}
-
-// DefaultDatabaseURL is a SQLite file under ./data/, relative to the
-// working directory.
-const DefaultDatabaseURL = "sqlite://data/companion.db"
 
 // App is the assembled service.
 type App struct {
@@ -235,9 +84,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
-	tp, err := telemetry.NewTracerProvider(ctx, telemetry.TracingConfig{
-		ServiceVersion: cfg.Version, OTLPProtocol: cfg.OTLPProtocol, Exporter: cfg.SpanExporter,
-	})
+	tp, err := telemetry.NewTracerProvider(ctx, cfg.Telemetry.TracingConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -254,17 +101,15 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	if err != nil {
 		return nil, err
 	}
-	tools := []agent.Tool{weather.New(weather.Config{
-		GeocodingURL: cfg.WeatherGeocodingURL, ForecastURL: cfg.WeatherForecastURL, Timeout: cfg.WeatherTimeout,
-	})}
+	tools := []agent.Tool{weather.New(cfg.Tools.Weather)}
 	toolNames := make([]string, 0, len(tools))
 	for _, t := range tools {
 		toolNames = append(toolNames, t.Name())
 	}
 	metrics.Known(m.Provider(), m.ID(), toolNames...)
 	prices := pricing.Default()
-	if cfg.PricesFile != "" {
-		if prices, err = pricing.Load(cfg.PricesFile); err != nil {
+	if cfg.Model.PricesFile != "" {
+		if prices, err = pricing.Load(cfg.Model.PricesFile); err != nil {
 			return nil, err
 		}
 	}
@@ -272,20 +117,19 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Prices:          prices,
 		Model:           m,
 		Tools:           tools,
-		MaxSteps:        cfg.MaxSteps,
-		MaxOutputTokens: cfg.MaxOutputTokens,
+		MaxSteps:        cfg.Model.MaxSteps,
+		MaxOutputTokens: cfg.Model.MaxOutputTokens,
 		Tracer:          tp.Tracer(tracerName),
-		TraceContent:    cfg.TraceContent,
+		TraceContent:    cfg.Telemetry.TraceContent,
 		Observer:        metrics,
 		Logger:          log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	authn, err := auth.New(ctx, auth.Config{
-		APIKeysFile: cfg.APIKeysFile, JWKSURL: cfg.JWKSURL, JWTSecretFile: cfg.JWTSecretFile,
-		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, ResourceClaim: cfg.JWTResourceClaim, Logger: log,
-	})
+	authCfg := cfg.Auth
+	authCfg.Logger = log
+	authn, err := auth.New(ctx, authCfg)
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
@@ -294,13 +138,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 			authn.Close()
 		}
 	}()
-	store, err := OpenStore(ctx, cfg.DatabaseURL)
+	store, err := OpenStore(ctx, cfg.Storage.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
-	turns, err := turn.New(turn.Config{Store: store, Agent: ag, Window: cfg.HistoryWindow, LockWait: cfg.LockWait,
-		HistoryBytes: cfg.HistoryBytes, MaxThreadBytes: limits.ThreadBytes(cfg.MaxThreadBytes),
-		Quota: limits.Quota{Tokens: cfg.TokenQuota, Cost: cfg.CostQuota}})
+	turns, err := turn.New(turn.Config{Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
+		HistoryBytes: cfg.Storage.HistoryBytes, MaxThreadBytes: cfg.Limits.MaxThreadBytes, Quota: cfg.Limits.Quota})
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -315,12 +158,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		metrics: telemetry.Handler(reg),
 	}
 	apiMetrics := a.metrics
-	if cfg.MetricsAddr != "" {
+	if cfg.Server.MetricsAddr != "" {
 		apiMetrics = nil // served on its own listener only
 	}
 	var rdb *redis.Client
-	if cfg.RedisURL != "" {
-		opts, err := limits.ParseRedisURL(string(cfg.RedisURL))
+	if cfg.Storage.RedisURL != "" {
+		opts, err := limits.ParseRedisURL(string(cfg.Storage.RedisURL))
 		if err != nil {
 			store.Close()
 			return nil, fmt.Errorf("the Redis URL: %w", err)
@@ -343,7 +186,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Threads:        turns.Threads(),
 		Ready:          a.ready(turns.Ping),
 		Logger:         log,
-		Limits:         cfg.Limits,
+		Limits:         cfg.Limits.Limits,
 		TracerProvider: tp,
 		// The caller's W3C traceparent, explicitly: no global propagator.
 		Propagator:      propagation.TraceContext{},
@@ -351,16 +194,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		Metrics:         apiMetrics,
 		Document:        openapi.Spec(),
 		Auth:            authn,
-		CORSOrigins:     cfg.CORSOrigins,
-		TrustedProxies:  cfg.TrustedProxies,
+		CORSOrigins:     cfg.Server.CORSOrigins,
+		TrustedProxies:  cfg.Server.TrustedProxies,
 		RateLimiter:     limiter,
-		StreamFormat:    cfg.StreamFormat,
+		StreamFormat:    cfg.Server.StreamFormat,
 		RunLog:          runLog,
-		StreamRetention: cfg.StreamRetention,
-		ResumeGrace:     cfg.ResumeGrace,
+		StreamRetention: cfg.Server.StreamRetention,
+		ResumeGrace:     cfg.Server.ResumeGrace,
 	})
 	a.handler = a.api
-	if cfg.WebUI {
+	if cfg.Server.WebUI {
 		a.handler = withWebUI(a.handler, web.Handler())
 	}
 	return a, nil
@@ -383,15 +226,15 @@ func withWebUI(api, page http.Handler) http.Handler {
 // rate limit; in process; or shared through Redis (rdb), falling back to
 // the in-process one while Redis cannot be reached.
 func newRateLimiter(cfg Config, rdb *redis.Client, log *slog.Logger, metrics *telemetry.Metrics) httpapi.RateLimiter {
-	if cfg.RateLimit <= 0 {
+	if cfg.Limits.RateLimit <= 0 {
 		return nil
 	}
-	local := limits.NewLocal(cfg.RateLimit)
+	local := limits.NewLocal(cfg.Limits.RateLimit)
 	if rdb == nil {
 		return local
 	}
 	metrics.RateLimitsShared(true)
-	f := limits.NewFallback(limits.NewRedis(rdb, cfg.RateLimit, limits.DefaultPrefix), local, limits.FallbackOptions{
+	f := limits.NewFallback(limits.NewRedis(rdb, cfg.Limits.RateLimit, limits.DefaultPrefix), local, limits.FallbackOptions{
 		OnChange: func(up bool, err error) {
 			metrics.RateLimitsShared(up)
 			if up {
@@ -402,7 +245,7 @@ func newRateLimiter(cfg Config, rdb *redis.Client, log *slog.Logger, metrics *te
 				slog.String("error", err.Error()))
 		},
 	})
-	log.Info("rate limits shared through Redis", slog.String("redis", rdb.Options().Addr), slog.Int("per_minute", cfg.RateLimit))
+	log.Info("rate limits shared through Redis", slog.String("redis", rdb.Options().Addr), slog.Int("per_minute", cfg.Limits.RateLimit))
 	return f
 }
 
@@ -410,7 +253,7 @@ func newRateLimiter(cfg Config, rdb *redis.Client, log *slog.Logger, metrics *te
 // in Redis (rdb) so that any instance can resume or cancel them. local is
 // this instance's part, in memory.
 func newRunLog(cfg Config, rdb *redis.Client, log *slog.Logger) (l runlog.Log, local *runlog.Memory) {
-	local = runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.StreamRetention, MaxRetained: cfg.StreamRetainedBytes})
+	local = runlog.NewMemory(runlog.MemoryOptions{Retention: cfg.Server.StreamRetention, MaxRetained: cfg.Server.StreamRetainedBytes})
 	if rdb == nil {
 		return local, local
 	}
@@ -494,14 +337,7 @@ func DatabaseKind(url string) string {
 
 // newModel opens the model the configuration names (see provider.Open).
 func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
-	return provider.Open(provider.Config{
-		Model: cfg.Model, BaseURL: cfg.ModelBaseURL,
-		CohereAPIKey: cfg.CohereAPIKey, OpenAIAPIKey: cfg.OpenAIAPIKey,
-		Timeout: cfg.ModelTimeout, FirstTokenTimeout: cfg.ModelFirstTokenTimeout,
-		MaxRetries: cfg.ModelMaxRetries, RetryDelay: cfg.ModelRetryDelay, RetryBudget: cfg.ModelRetryBudget,
-		FakeFirstTokenDelay: cfg.FakeFirstTokenDelay, FakeTokenDelay: cfg.FakeTokenDelay,
-		RecordDir: cfg.RecordDir, ReplayDir: cfg.ReplayDir, ReplayFast: cfg.ReplayFast,
-	}, log)
+	return provider.Open(cfg.Model.Config, log)
 }
 
 // loopback reports whether addr is reachable from this host only.
@@ -521,7 +357,7 @@ func metricsOnly(h http.Handler) http.Handler {
 // stops accepting, lets in-flight runs finish within the grace period,
 // cancels what is left (streams then end with an error event and
 // run-finish), and returns nil. metrics, when not nil, serves /metrics
-// alone (see Config.MetricsAddr).
+// alone (see ServerConfig.MetricsAddr).
 func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 	// Requests derive their context from base: cancelling it, when their
 	// handlers have not returned after the runs were cancelled
@@ -537,15 +373,15 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	spans := "not exported (no OTLP endpoint set)"
-	if a.cfg.OTLPProtocol != "" {
-		spans = "exported over OTLP " + a.cfg.OTLPProtocol
+	if a.cfg.Telemetry.OTLPProtocol != "" {
+		spans = "exported over OTLP " + a.cfg.Telemetry.OTLPProtocol
 	}
 	a.log.Info("listening", slog.String("addr", ln.Addr().String()),
-		slog.String("model", a.model.Provider()+"/"+a.model.ID()), slog.Int("max_steps", a.cfg.MaxSteps),
-		slog.Duration("shutdown_grace", a.cfg.ShutdownGrace), slog.String("spans", spans),
-		slog.Bool("trace_content", a.cfg.TraceContent), slog.String("metrics", "/metrics"),
-		slog.String("database", DatabaseKind(a.cfg.DatabaseURL)),
-		slog.Int("history_window", a.cfg.HistoryWindow), slog.Duration("lock_wait", a.cfg.LockWait))
+		slog.String("model", a.model.Provider()+"/"+a.model.ID()), slog.Int("max_steps", a.cfg.Model.MaxSteps),
+		slog.Duration("shutdown_grace", a.cfg.Server.ShutdownGrace), slog.String("spans", spans),
+		slog.Bool("trace_content", a.cfg.Telemetry.TraceContent), slog.String("metrics", "/metrics"),
+		slog.String("database", DatabaseKind(a.cfg.Storage.DatabaseURL)),
+		slog.Int("history_window", a.cfg.Storage.HistoryWindow), slog.Duration("lock_wait", a.cfg.Storage.LockWait))
 
 	if !a.auth.Enabled() && !loopback(ln.Addr()) {
 		a.log.Warn("AUTHENTICATION IS OFF on a listener other hosts can reach: anyone who can connect may read and write every thread. "+
@@ -569,12 +405,12 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 	// Not ready first, while the listener still serves: a load balancer
 	// polling /ready stops sending requests before they would be refused.
 	a.draining.Store(true)
-	if a.cfg.ShutdownDelay > 0 {
-		a.log.Info("shutting down: not ready, still serving", slog.String("delay", a.cfg.ShutdownDelay.String()))
-		time.Sleep(a.cfg.ShutdownDelay)
+	if a.cfg.Server.ShutdownDelay > 0 {
+		a.log.Info("shutting down: not ready, still serving", slog.String("delay", a.cfg.Server.ShutdownDelay.String()))
+		time.Sleep(a.cfg.Server.ShutdownDelay)
 	}
-	a.log.Info("shutting down", slog.Duration("grace", a.cfg.ShutdownGrace))
-	graceCtx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
+	a.log.Info("shutting down", slog.Duration("grace", a.cfg.Server.ShutdownGrace))
+	graceCtx, cancel := context.WithTimeout(context.Background(), a.cfg.Server.ShutdownGrace)
 	defer cancel()
 	err := srv.Shutdown(graceCtx)
 	if err == nil {

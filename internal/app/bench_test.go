@@ -25,7 +25,7 @@ import (
 // fake model, memory on the store, the generate body or the stream.
 func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.Config)) {
 	svc := apptest.Start(b, func(c *app.Config) {
-		c.DatabaseURL = databaseURL
+		c.Storage.DatabaseURL = databaseURL
 		for _, f := range configure {
 			f(c)
 		}
@@ -82,7 +82,7 @@ func BenchmarkStreamRedis(b *testing.B) {
 	url := redistest.ServerURL()
 	redistest.Options(b) // skips without Redis
 	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/stream", func(c *app.Config) {
-		c.RedisURL = redact.Secret(url)
+		c.Storage.RedisURL = redact.Secret(url)
 	})
 }
 
@@ -105,6 +105,6 @@ func benchUpstream(b *testing.B, path string) {
 	up := httptest.NewServer(fakeopenai.New(upstream.Options{}))
 	b.Cleanup(up.Close)
 	benchTurns(b, apptest.SQLiteURL(b), path, func(c *app.Config) {
-		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
+		c.Model.Model, c.Model.BaseURL, c.Model.OpenAIAPIKey = "bench", up.URL+"/v1", "bench-key"
 	})
 }

@@ -91,7 +91,7 @@ func TestSpansExportOverOTLP(t *testing.T) {
 			if err != nil || got != protocol {
 				t.Fatalf("protocol %q, %v", got, err)
 			}
-			svc := apptest.Start(t, func(cfg *app.Config) { cfg.OTLPProtocol = got })
+			svc := apptest.Start(t, func(cfg *app.Config) { cfg.Telemetry.OTLPProtocol = got })
 			_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 			id := decode(t, body).TraceID
 			if err := svc.App.Close(); err != nil {

@@ -21,7 +21,7 @@ import (
 // the pair dropped.
 func TestBadIDsAreRefusedAtTheEdge(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		svc := apptest.Start(t, func(c *app.Config) { c.DatabaseURL = db })
+		svc := apptest.Start(t, func(c *app.Config) { c.Storage.DatabaseURL = db })
 		if res, b := svc.Post(t, "/api/agents/companionAgent/generate", `{"threadId":"t","resourceId":"r","messages":[{"role":"user","content":"Hi"}]}`); res.StatusCode != 200 {
 			t.Fatalf("a turn: %d %s", res.StatusCode, b)
 		}

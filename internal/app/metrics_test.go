@@ -138,7 +138,7 @@ func TestStreamRetainedBytes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := apptest.Start(t, func(c *app.Config) {
 				if tc.retained > 0 {
-					c.StreamRetainedBytes = tc.retained
+					c.Server.StreamRetainedBytes = tc.retained
 				}
 			})
 			res, body := svc.Post(t, streamPath, ask("How do I start my day well?"))

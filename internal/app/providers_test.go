@@ -36,12 +36,12 @@ var providers = []provider{
 	{name: "cohere", modelID: "command-a-03-2025",
 		fake: func(o upstream.Options) (http.Handler, *upstream.Core) { s := fakecohere.New(o); return s, s.Core },
 		configure: func(cfg *app.Config, url string) {
-			cfg.Model, cfg.ModelBaseURL, cfg.CohereAPIKey = "cohere/command-a-03-2025", url, key
+			cfg.Model.Model, cfg.Model.BaseURL, cfg.Model.CohereAPIKey = "cohere/command-a-03-2025", url, key
 		}},
 	{name: "openai", modelID: "gpt-4o-mini",
 		fake: func(o upstream.Options) (http.Handler, *upstream.Core) { s := fakeopenai.New(o); return s, s.Core },
 		configure: func(cfg *app.Config, url string) {
-			cfg.Model, cfg.ModelBaseURL, cfg.OpenAIAPIKey = "openai/gpt-4o-mini", url+"/v1", key
+			cfg.Model.Model, cfg.Model.BaseURL, cfg.Model.OpenAIAPIKey = "openai/gpt-4o-mini", url+"/v1", key
 		}},
 }
 
@@ -53,7 +53,7 @@ func (p provider) start(t *testing.T, opts upstream.Options, configure ...func(*
 	t.Cleanup(srv.Close)
 	svc := apptest.Start(t, func(cfg *app.Config) {
 		p.configure(cfg, srv.URL)
-		cfg.ModelRetryDelay, cfg.ModelRetryBudget, cfg.ModelFirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 500*time.Millisecond
+		cfg.Model.RetryDelay, cfg.Model.RetryBudget, cfg.Model.FirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 500*time.Millisecond
 		for _, c := range configure {
 			c(cfg)
 		}
@@ -177,7 +177,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 			// client goes.
 			// Without a grace period to resume in, a broken stream cancels its run.
 			svc, core := p.start(t, upstream.Options{TokenDelay: 5 * time.Millisecond, Faults: []upstream.Fault{{Kind: upstream.FaultHang, After: 4}}},
-				func(cfg *app.Config) { cfg.ResumeGrace = 0 })
+				func(cfg *app.Config) { cfg.Server.ResumeGrace = 0 })
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, svc.URL+streamPath, strings.NewReader(request("t1", "How do I start my day well?")))

@@ -19,7 +19,7 @@ import (
 // clear).
 func TestReadyOnAFullDisk(t *testing.T) {
 	dir := testkit.SmallFS(t, 2<<20)
-	svc := apptest.Start(t, func(c *app.Config) { c.DatabaseURL = "sqlite://" + filepath.Join(dir, "companion.db") })
+	svc := apptest.Start(t, func(c *app.Config) { c.Storage.DatabaseURL = "sqlite://" + filepath.Join(dir, "companion.db") })
 	turn := func(text string) (int, string) {
 		res, b := svc.Post(t, "/api/agents/companionAgent/generate",
 			`{"threadId":"t-`+text[:3]+`","resourceId":"r","messages":[{"role":"user","content":"`+text+`"}]}`)

@@ -75,7 +75,7 @@ func TestRecordThenReplay(t *testing.T) {
 			srv := httptest.NewServer(h)
 			recorded := talk(t, apptest.Start(t, func(cfg *app.Config) {
 				p.configure(cfg, srv.URL)
-				cfg.RecordDir = dir
+				cfg.Model.RecordDir = dir
 			}))
 			srv.Close()
 			calls := len(core.Exchanges())
@@ -92,7 +92,7 @@ func TestRecordThenReplay(t *testing.T) {
 
 			for _, fast := range []bool{true, false} {
 				replayed := talk(t, apptest.Start(t, func(cfg *app.Config) {
-					cfg.Model, cfg.ReplayDir, cfg.ReplayFast = "replay", dir, fast
+					cfg.Model.Model, cfg.Model.ReplayDir, cfg.Model.ReplayFast = "replay", dir, fast
 				}))
 				for i := range recorded {
 					if normalized([]byte(recorded[i])) != normalized([]byte(replayed[i])) {
@@ -122,7 +122,7 @@ func TestReplayKeepsTiming(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := p.fake(upstream.Options{FirstTokenDelay: 100 * time.Millisecond, TokenDelay: 10 * time.Millisecond})
 	srv := httptest.NewServer(h)
-	svc := apptest.Start(t, func(cfg *app.Config) { p.configure(cfg, srv.URL); cfg.RecordDir = dir })
+	svc := apptest.Start(t, func(cfg *app.Config) { p.configure(cfg, srv.URL); cfg.Model.RecordDir = dir })
 	body := request("slow", "How do I start my day well?")
 	start := time.Now()
 	if res, b := svc.Post(t, streamPath, body); res.StatusCode != 200 {
@@ -131,7 +131,9 @@ func TestReplayKeepsTiming(t *testing.T) {
 	took := time.Since(start)
 	srv.Close()
 	for _, fast := range []bool{false, true} {
-		svc := apptest.Start(t, func(cfg *app.Config) { cfg.Model, cfg.ReplayDir, cfg.ReplayFast = "replay", dir, fast })
+		svc := apptest.Start(t, func(cfg *app.Config) {
+			cfg.Model.Model, cfg.Model.ReplayDir, cfg.Model.ReplayFast = "replay", dir, fast
+		})
 		start := time.Now()
 		if res, b := svc.Post(t, streamPath, body); res.StatusCode != 200 {
 			t.Fatalf("%d %s", res.StatusCode, b)
@@ -153,7 +155,7 @@ func TestReplayUnmatched(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := p.fake(upstream.Options{})
 	srv := httptest.NewServer(h)
-	svc := apptest.Start(t, func(cfg *app.Config) { p.configure(cfg, srv.URL); cfg.RecordDir = dir })
+	svc := apptest.Start(t, func(cfg *app.Config) { p.configure(cfg, srv.URL); cfg.Model.RecordDir = dir })
 	if res, b := svc.Post(t, generatePath, request("t", "How do I start my day well?")); res.StatusCode != 200 {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
@@ -162,7 +164,7 @@ func TestReplayUnmatched(t *testing.T) {
 	if len(files) != 1 {
 		t.Fatalf("%d cassettes", len(files))
 	}
-	svc = apptest.Start(t, func(cfg *app.Config) { cfg.Model, cfg.ReplayDir = "replay", dir })
+	svc = apptest.Start(t, func(cfg *app.Config) { cfg.Model.Model, cfg.Model.ReplayDir = "replay", dir })
 	for _, path := range []string{generatePath, streamPath} {
 		res, b := svc.Post(t, path, request("t", "How do I end my day well?"))
 		var e api.ErrorBody

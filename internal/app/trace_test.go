@@ -36,7 +36,7 @@ func tracedService(t *testing.T, configure func(*app.Config)) (*apptest.Service,
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	svc := apptest.Start(t, func(c *app.Config) {
-		c.SpanExporter = exp
+		c.Telemetry.Exporter = exp
 		if configure != nil {
 			configure(c)
 		}
@@ -270,7 +270,7 @@ func TestTraceOfAToolError(t *testing.T) {
 // TestTraceContentSetting: with the setting on, the model and tool spans
 // carry the conversation, the arguments and the result.
 func TestTraceContentSetting(t *testing.T) {
-	svc, exp := tracedService(t, func(c *app.Config) { c.TraceContent = true })
+	svc, exp := tracedService(t, func(c *app.Config) { c.Telemetry.TraceContent = true })
 	_, body := svc.Post(t, generatePath, ask("What's the weather in Berlin?"))
 	spans := spansOf(t, exp, decode(t, body).TraceID)
 	chat := telemetrytest.Attrs(named(t, spans, "chat fake")[0])

@@ -29,7 +29,7 @@ func TestModelConnectionsAreReused(t *testing.T) {
 	up.Start()
 	t.Cleanup(up.Close)
 	svc := apptest.Start(t, func(c *app.Config) {
-		c.Model, c.ModelBaseURL, c.OpenAIAPIKey = "reuse", up.URL+"/v1", "key"
+		c.Model.Model, c.Model.BaseURL, c.Model.OpenAIAPIKey = "reuse", up.URL+"/v1", "key"
 	})
 	const conc, rounds = 16, 4
 	for r := range rounds {

@@ -261,7 +261,7 @@ func TestAPIKey(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("k3y-for-alice alice\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	svc := apptest.Start(t, func(c *app.Config) { c.APIKeysFile = keys })
+	svc := apptest.Start(t, func(c *app.Config) { c.Auth.APIKeysFile = keys })
 	ctx := context.Background()
 	req := api.GenerateRequest{ThreadID: "t", Messages: []api.Message{{Role: api.RoleUser, Content: "Hi"}}}
 	var e *client.Error
@@ -297,7 +297,7 @@ func TestAPIKey(t *testing.T) {
 // TestCancel: a run cancelled in the middle of its reply ends its stream
 // with CANCELLED and run-finish, and none of the reply is stored.
 func TestCancel(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 20 * time.Millisecond })
 	c := newClient(t, svc.URL, "")
 	ctx := context.Background()
 	s, err := c.Stream(ctx, turn("c1", "Tell me a long story about the sea, the wind and the mountains."))
@@ -417,7 +417,7 @@ func (p *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // TestStreamResumesAfterABreak: a stream that breaks mid-reply is resumed
 // once, and its events go on without a gap or a repeat.
 func TestStreamResumesAfterABreak(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 2 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 2 * time.Millisecond })
 	p := &cutter{target: svc.URL, after: 15, cuts: 1}
 	proxy := httptest.NewServer(p)
 	defer proxy.Close()
@@ -447,7 +447,7 @@ func TestStreamResumesAfterABreak(t *testing.T) {
 
 // TestStreamBrokenTwice: past MaxResumes the break is the stream's error.
 func TestStreamBrokenTwice(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 2 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 2 * time.Millisecond })
 	proxy := httptest.NewServer(&cutter{target: svc.URL, after: 5, cuts: 2})
 	defer proxy.Close()
 	c := newClient(t, proxy.URL, "")
@@ -466,7 +466,7 @@ func TestStreamBrokenTwice(t *testing.T) {
 // TestStreamContextEnds: a stream whose context ends yields the context's
 // error, not a break.
 func TestStreamContextEnds(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 50 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 50 * time.Millisecond })
 	c := newClient(t, svc.URL, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

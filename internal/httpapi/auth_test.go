@@ -41,8 +41,8 @@ func authService(t *testing.T, configure func(*app.Config)) *apptest.Service {
 		}
 	}
 	return apptest.Start(t, func(c *app.Config) {
-		c.APIKeysFile = keyFile
-		c.JWTSecretFile = secretFile
+		c.Auth.APIKeysFile = keyFile
+		c.Auth.JWTSecretFile = secretFile
 		if configure != nil {
 			configure(c)
 		}
@@ -208,7 +208,7 @@ func TestKeysReload(t *testing.T) {
 		}
 	}
 	write("old-key alice\n")
-	svc := apptest.Start(t, func(c *app.Config) { c.APIKeysFile = file })
+	svc := apptest.Start(t, func(c *app.Config) { c.Auth.APIKeysFile = file })
 	status := func(key string) int {
 		res, _ := svc.DoHeader(t, "GET", "/api/memory/threads", "", bearer(key))
 		return res.StatusCode

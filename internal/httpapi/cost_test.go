@@ -219,7 +219,7 @@ func TestCostQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := apptest.Start(t, func(c *app.Config) { c.CostQuota = 0.003; c.PricesFile = prices })
+	svc := apptest.Start(t, func(c *app.Config) { c.Limits.Quota.Cost = 0.003; c.Model.PricesFile = prices })
 	run := func(resource string) (*http.Response, []byte) {
 		return svc.Post(t, generatePath, fmt.Sprintf(`{"threadId":"c-%s","resourceId":%q,"messages":[{"role":"user","content":"Hello there"}]}`, resource, resource))
 	}

@@ -30,7 +30,7 @@ func from(addr string) http.Header { return http.Header{"X-Forwarded-For": {addr
 
 // behindProxy trusts the loopback proxy the tests' requests come from.
 func behindProxy(c *app.Config) {
-	c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	c.Server.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 }
 
 func generate(thread, resource string) string {
@@ -41,7 +41,7 @@ func generate(thread, resource string) string {
 // a minute, whatever resources they name; the next gets 429 with
 // Retry-After, and other addresses go on.
 func TestRateLimitPerAddress(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.RateLimit = 5; behindProxy(c) })
+	svc := apptest.Start(t, func(c *app.Config) { c.Limits.RateLimit = 5; behindProxy(c) })
 	addr := "203.0.113.7"
 	for i := range 5 {
 		if res, b := svc.DoHeader(t, "POST", generatePath, generate(fmt.Sprint("a", i), fmt.Sprint("user-", i)), from(addr)); res.StatusCode != 200 {
@@ -77,7 +77,7 @@ func TestRateLimitPerAddress(t *testing.T) {
 // TestRateLimitPerResource: a resource may make -rate-limit requests a
 // minute from however many addresses.
 func TestRateLimitPerResource(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.RateLimit = 4; behindProxy(c) })
+	svc := apptest.Start(t, func(c *app.Config) { c.Limits.RateLimit = 4; behindProxy(c) })
 	for i := range 4 {
 		if res, b := svc.DoHeader(t, "POST", generatePath, generate(fmt.Sprint("t", i), "alice"), from(fmt.Sprint("192.0.2.", i))); res.StatusCode != 200 {
 			t.Fatalf("request %d: %d %s", i, res.StatusCode, b)
@@ -97,7 +97,7 @@ func TestRateLimitPerResource(t *testing.T) {
 func TestRateLimitSharedThroughRedis(t *testing.T) {
 	url := redistest.ServerURL()
 	redistest.Options(t) // skips, or fails in CI, without Redis
-	configure := func(c *app.Config) { c.RateLimit = 6; c.RedisURL = redact.Secret(url); behindProxy(c) }
+	configure := func(c *app.Config) { c.Limits.RateLimit = 6; c.Storage.RedisURL = redact.Secret(url); behindProxy(c) }
 	a, b := apptest.Start(t, configure), apptest.Start(t, configure)
 	resource := unique("shared")
 	admitted := 0
@@ -128,8 +128,8 @@ func TestRateLimitSharedThroughRedis(t *testing.T) {
 func TestRateLimitWithoutRedis(t *testing.T) {
 	logs := &testkit.Buffer{}
 	svc := apptest.StartLogged(t, jsonLog(logs), func(c *app.Config) {
-		c.RateLimit = 3
-		c.RedisURL = "redis://127.0.0.1:1/0" // nothing listens there
+		c.Limits.RateLimit = 3
+		c.Storage.RedisURL = "redis://127.0.0.1:1/0" // nothing listens there
 		behindProxy(c)
 	})
 	statuses := []int{}

@@ -144,7 +144,7 @@ func checkResumed(t *testing.T, before, after []frame) {
 // Last-Event-ID and gets every event after it, live, then the run's end;
 // the run went on meanwhile and its reply is stored.
 func TestResumeAfterADrop(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 10 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 10 * time.Millisecond })
 	_, next, drop := openStream(t, "POST", svc.URL+streamPath, slowStory, nil)
 	before := readUntil(t, next, 6)
 	runID := runIDOf(t, before[0])
@@ -212,7 +212,7 @@ func TestResumeRules(t *testing.T) {
 // resumed one, end with an error event (CANCELLED) and run-finish; the
 // user's message stays, pending, and no partial reply is stored.
 func TestCancelARun(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 50 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 50 * time.Millisecond })
 	_, next, _ := openStream(t, "POST", svc.URL+streamPath, slowStory, nil)
 	first := readUntil(t, next, 3)
 	runID := runIDOf(t, first[0])
@@ -243,7 +243,10 @@ func TestCancelARun(t *testing.T) {
 // TestAbandonedRunIsCancelled: a run nobody resumes within -resume-grace
 // is cancelled; one resumed in time goes on.
 func TestAbandonedRunIsCancelled(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 40 * time.Millisecond; c.ResumeGrace = 200 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) {
+		c.Model.FakeTokenDelay = 40 * time.Millisecond
+		c.Server.ResumeGrace = 200 * time.Millisecond
+	})
 	_, next, drop := openStream(t, "POST", svc.URL+streamPath, slowStory, nil)
 	runID := runIDOf(t, readUntil(t, next, 3)[0])
 	drop()
@@ -259,7 +262,10 @@ func TestAbandonedRunIsCancelled(t *testing.T) {
 // TestResumedInTimeGoesOn: a run whose stream broke and was resumed within
 // the grace period is not cancelled when the period ends: it finishes.
 func TestResumedInTimeGoesOn(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 40 * time.Millisecond; c.ResumeGrace = 200 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) {
+		c.Model.FakeTokenDelay = 40 * time.Millisecond
+		c.Server.ResumeGrace = 200 * time.Millisecond
+	})
 	_, next, drop := openStream(t, "POST", svc.URL+streamPath, slowStory, nil)
 	before := readUntil(t, next, 3)
 	runID := runIDOf(t, before[0])
@@ -278,9 +284,9 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 	redistest.Options(t) // skips, or fails in CI, without Redis
 	db := apptest.SQLiteURL(t)
 	configure := func(c *app.Config) {
-		c.RedisURL = redact.Secret(url)
-		c.FakeTokenDelay = 10 * time.Millisecond
-		c.DatabaseURL = db
+		c.Storage.RedisURL = redact.Secret(url)
+		c.Model.FakeTokenDelay = 10 * time.Millisecond
+		c.Storage.DatabaseURL = db
 	}
 	a, b := apptest.Start(t, configure), apptest.Start(t, configure)
 	body := strings.Replace(slowStory, `"story"`, `"`+unique("story")+`"`, 1)
@@ -297,7 +303,7 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 	checkResumed(t, before, readAll(next))
 
 	// Cancel through the other instance.
-	slow := func(c *app.Config) { configure(c); c.FakeTokenDelay = 100 * time.Millisecond }
+	slow := func(c *app.Config) { configure(c); c.Model.FakeTokenDelay = 100 * time.Millisecond }
 	a2, b2 := apptest.Start(t, slow), apptest.Start(t, slow)
 	_, next, _ = openStream(t, "POST", a2.URL+streamPath, strings.Replace(slowStory, `"story"`, `"`+unique("story")+`"`, 1), nil)
 	first := readUntil(t, next, 3)
@@ -318,7 +324,7 @@ func TestResumeOnAnotherInstance(t *testing.T) {
 // ids; resumed after record 8 (as a seed or ai-sdk stream of the run
 // would name it), its frames are the end of the whole run's.
 func TestResumeInEachDialect(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.FakeTokenDelay = 10 * time.Millisecond })
+	svc := apptest.Start(t, func(c *app.Config) { c.Model.FakeTokenDelay = 10 * time.Millisecond })
 	data := func(fs []frame) []string {
 		var out []string
 		for _, f := range fs {

@@ -290,8 +290,8 @@ func TestThreadStorageIsBounded(t *testing.T) {
 	svc := apptest.Start(t, func(c *app.Config) {
 		c.Limits.MaxBodyBytes = 2 << 20
 		c.Limits.MaxMessageBytes = 1 << 20
-		c.HistoryBytes = 256 << 10
-		c.MaxThreadBytes = 12 << 20
+		c.Storage.HistoryBytes = 256 << 10
+		c.Limits.MaxThreadBytes = 12 << 20
 	})
 	turn := func(i int) (*http.Response, []byte) {
 		return svc.Post(t, generatePath, fmt.Sprintf(`{"threadId":"big","messages":[{"role":"user","content":"%d %s"}]}`, i, strings.Repeat("x", big)))
@@ -404,7 +404,7 @@ func TestRequestIDsInLogs(t *testing.T) {
 func TestTooManyStreams(t *testing.T) {
 	svc := apptest.Start(t, func(c *app.Config) {
 		c.Limits.MaxStreams = 2
-		c.FakeTokenDelay = 30 * time.Millisecond
+		c.Model.FakeTokenDelay = 30 * time.Millisecond
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -440,7 +440,7 @@ func TestTooManyStreams(t *testing.T) {
 func TestRunDuration(t *testing.T) {
 	svc := apptest.Start(t, func(c *app.Config) {
 		c.Limits.MaxRunDuration = 300 * time.Millisecond
-		c.FakeTokenDelay = 50 * time.Millisecond
+		c.Model.FakeTokenDelay = 50 * time.Millisecond
 	})
 	res, b := svc.Post(t, streamPath, `{"threadId":"slow","messages":[{"role":"user","content":"Tell me a long story."}]}`)
 	if res.StatusCode != 200 {
@@ -470,7 +470,7 @@ func TestRunDuration(t *testing.T) {
 // TestTokenQuota: once a resource's runs used its tokens for the day, its
 // runs get 429 with Retry-After until midnight UTC; others go on.
 func TestTokenQuota(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.TokenQuota = 200 })
+	svc := apptest.Start(t, func(c *app.Config) { c.Limits.Quota.Tokens = 200 })
 	run := func(resource string) (*http.Response, []byte) {
 		return svc.Post(t, generatePath, fmt.Sprintf(`{"threadId":"q-%s","resourceId":%q,"messages":[{"role":"user","content":"Hello there"}]}`, resource, resource))
 	}
@@ -504,7 +504,7 @@ func TestTokenQuota(t *testing.T) {
 // serves, for -shutdown-delay.
 func TestReadyDuringShutdown(t *testing.T) {
 	logs := &testkit.Buffer{}
-	srv := apptest.Serve(t, jsonLog(logs), func(c *app.Config) { c.ShutdownDelay = 700 * time.Millisecond })
+	srv := apptest.Serve(t, jsonLog(logs), func(c *app.Config) { c.Server.ShutdownDelay = 700 * time.Millisecond })
 	if res, _ := srv.Do(t, "GET", "/ready", ""); res.StatusCode != 200 {
 		t.Fatal(res.StatusCode)
 	}
@@ -565,8 +565,8 @@ func TestHeaderLimit(t *testing.T) {
 func TestToolFailureLeaksNoAddress(t *testing.T) {
 	logs := &testkit.Buffer{}
 	svc := apptest.StartLogged(t, slog.New(slog.NewJSONHandler(logs, nil)), func(c *app.Config) {
-		c.WeatherGeocodingURL = "http://127.0.0.1:1"
-		c.WeatherForecastURL = "http://127.0.0.1:1"
+		c.Tools.Weather.GeocodingURL = "http://127.0.0.1:1"
+		c.Tools.Weather.ForecastURL = "http://127.0.0.1:1"
 	})
 	body := `{"threadId":"w","messages":[{"role":"user","content":"What's the weather in Berlin?"}]}`
 	res, stream := svc.Post(t, streamPath, body)
@@ -596,7 +596,7 @@ func TestToolFailureLeaksNoAddress(t *testing.T) {
 // with credentials; from any other origin 403; without origins configured,
 // every preflight 403.
 func TestCORS(t *testing.T) {
-	svc := apptest.Start(t, func(c *app.Config) { c.CORSOrigins = []string{"https://chat.example.com"} })
+	svc := apptest.Start(t, func(c *app.Config) { c.Server.CORSOrigins = []string{"https://chat.example.com"} })
 	preflight := func(svc *apptest.Service, origin string) *http.Response {
 		res, _ := svc.DoHeader(t, "OPTIONS", generatePath, "", http.Header{
 			"Origin": {origin}, "Access-Control-Request-Method": {"POST"},
@@ -630,7 +630,7 @@ func TestCORS(t *testing.T) {
 // broken; it checks the schema now.
 func TestReadyChecksTheSchema(t *testing.T) {
 	url := apptest.SQLiteURL(t)
-	svc := apptest.Start(t, func(c *app.Config) { c.DatabaseURL = url })
+	svc := apptest.Start(t, func(c *app.Config) { c.Storage.DatabaseURL = url })
 	if res, _ := svc.Do(t, "GET", "/ready", ""); res.StatusCode != 200 {
 		t.Fatalf("ready: %d", res.StatusCode)
 	}

@@ -311,7 +311,7 @@ func authScenarios(t *testing.T, c *checker) {
 	if err := os.WriteFile(keys, []byte("k3y-for-user-1 user-1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	svc := apptest.Start(t, func(cfg *app.Config) { cfg.APIKeysFile = keys })
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Auth.APIKeysFile = keys })
 	bearer := header("Authorization", "Bearer k3y-for-user-1")
 	res, b := c.do(t, svc, "POST", generate, `{"threadId":"a-1","messages":[{"role":"user","content":"Hi"}]}`, bearer)
 	want(t, res, b, 200)
@@ -361,7 +361,7 @@ func everyOperation(thread, run string) []operation {
 // rateLimitScenarios: one request a minute per address: the second gets
 // 429 on every rate-limited route.
 func rateLimitScenarios(t *testing.T, c *checker) {
-	svc := apptest.Start(t, func(cfg *app.Config) { cfg.RateLimit = 1 })
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.RateLimit = 1 })
 	res, b := c.do(t, svc, "GET", threads+owned, "", nil)
 	want(t, res, b, 200)
 	for _, r := range everyOperation("r-1", "no-run") {
@@ -413,7 +413,7 @@ func slowBodyScenarios(t *testing.T, c *checker) {
 // busyScenarios: with -lock-wait 0, a turn on a thread another turn holds
 // is refused with 409, and so is deleting the thread.
 func busyScenarios(t *testing.T, c *checker) {
-	svc := apptest.Start(t, func(cfg *app.Config) { cfg.LockWait = 0; cfg.FakeTokenDelay = 50 * time.Millisecond })
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Storage.LockWait = 0; cfg.Model.FakeTokenDelay = 50 * time.Millisecond })
 	s := c.open(t, svc, "POST", streamPath, runBody("busy", story), nil)
 	s.until(t, `"type":"text"`)
 	for _, r := range []operation{{"POST", generate, runBody("busy", "Hi")}, {"POST", streamPath, runBody("busy", "Hi")},
@@ -427,7 +427,7 @@ func busyScenarios(t *testing.T, c *checker) {
 // fullScenarios: with -max-streams 1 and one stream open, another stream
 // gets 503 with Retry-After.
 func fullScenarios(t *testing.T, c *checker) {
-	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.MaxStreams = 1; cfg.FakeTokenDelay = 50 * time.Millisecond })
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.MaxStreams = 1; cfg.Model.FakeTokenDelay = 50 * time.Millisecond })
 	s := c.open(t, svc, "POST", streamPath, runBody("full", story), nil)
 	f, _ := s.next()
 	var ev struct{ RunID string }
@@ -448,7 +448,7 @@ func fullScenarios(t *testing.T, c *checker) {
 // frames. The run is started in the seed dialect, whose events carry its
 // id, and read in the others by resuming it.
 func cancelScenarios(t *testing.T, c *checker) {
-	svc := apptest.Start(t, func(cfg *app.Config) { cfg.FakeTokenDelay = 50 * time.Millisecond })
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Model.FakeTokenDelay = 50 * time.Millisecond })
 	seed := c.open(t, svc, "POST", streamPath, runBody("cancel", story), nil)
 	f, _ := seed.next()
 	var ev struct{ RunID string }
@@ -475,7 +475,7 @@ func cancelScenarios(t *testing.T, c *checker) {
 func timeoutScenarios(t *testing.T, c *checker) {
 	svc := apptest.Start(t, func(cfg *app.Config) {
 		cfg.Limits.MaxRunDuration = 300 * time.Millisecond
-		cfg.FakeTokenDelay = 30 * time.Millisecond
+		cfg.Model.FakeTokenDelay = 30 * time.Millisecond
 	})
 	for _, d := range dialects {
 		frames := c.open(t, svc, "POST", streamPath, runBody("timeout-"+d, story), format(d)).finish(t)
@@ -494,8 +494,8 @@ func providerScenarios(t *testing.T, c *checker) {
 		fake := httptest.NewServer(fakeopenai.New(upstream.Options{Faults: faults}))
 		t.Cleanup(fake.Close)
 		return apptest.Start(t, func(cfg *app.Config) {
-			cfg.Model, cfg.ModelBaseURL, cfg.OpenAIAPIKey = "openai/gpt-4o-mini", fake.URL+"/v1", "sk-test-0123456789abcdef"
-			cfg.ModelRetryDelay, cfg.ModelRetryBudget, cfg.ModelFirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 300*time.Millisecond
+			cfg.Model.Model, cfg.Model.BaseURL, cfg.Model.OpenAIAPIKey = "openai/gpt-4o-mini", fake.URL+"/v1", "sk-test-0123456789abcdef"
+			cfg.Model.RetryDelay, cfg.Model.RetryBudget, cfg.Model.FirstTokenTimeout = 5*time.Millisecond, 2*time.Second, 300*time.Millisecond
 		})
 	}
 	times := func(n int, f upstream.Fault) []upstream.Fault { return slices.Repeat([]upstream.Fault{f}, n) }
@@ -534,7 +534,7 @@ func providerScenarios(t *testing.T, c *checker) {
 // replies cannot be saved (streams: INTERNAL_ERROR; generate: 503); then
 // every route that needs the database answers 503.
 func storeScenarios(t *testing.T, c *checker) {
-	svc := apptest.Start(t, func(cfg *app.Config) { cfg.FakeTokenDelay = 50 * time.Millisecond })
+	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Model.FakeTokenDelay = 50 * time.Millisecond })
 	res, b := c.do(t, svc, "POST", generate, runBody("kept", "Hi"), nil)
 	want(t, res, b, 200)
 	var streams []*stream

@@ -34,7 +34,7 @@ type client struct {
 func start(t *testing.T, databaseURL string, configure func(*app.Config)) client {
 	t.Helper()
 	svc := apptest.Start(t, func(c *app.Config) {
-		c.DatabaseURL = databaseURL
+		c.Storage.DatabaseURL = databaseURL
 		if configure != nil {
 			configure(c)
 		}
@@ -281,7 +281,7 @@ func TestOwnership(t *testing.T) {
 // message is stored once, and each reply follows the message it answers.
 func TestConcurrentTurns(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = time.Millisecond })
+		c := start(t, db, func(c *app.Config) { c.Model.FakeTokenDelay = time.Millisecond })
 		const n = 20
 		apitest.TurnsAtOnce(t, n, "busy", "r", c.URL)
 		apitest.CheckTurnsInOrder(t, c.messages("busy", "r"), n)
@@ -309,7 +309,7 @@ func (c client) busy(thread, resource string) (*http.Response, *bufio.Reader) {
 // is refused with 409 and a JSON error, and stores nothing.
 func TestBusyThread(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		c := start(t, db, func(c *app.Config) { c.LockWait = 0; c.FakeTokenDelay = 20 * time.Millisecond })
+		c := start(t, db, func(c *app.Config) { c.Storage.LockWait = 0; c.Model.FakeTokenDelay = 20 * time.Millisecond })
 		_, rd := c.busy("t", "r")
 		status, b := c.do("POST", generatePath, reqBody("t", "r", user("Are you there?")))
 		expectError(t, "a second turn", status, b, 409, `thread "t" is busy with another turn`)
@@ -329,7 +329,7 @@ func TestBusyThread(t *testing.T) {
 // the turn in progress (a minute here), and stores nothing.
 func TestForeignRequestDoesNotWait(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		c := start(t, db, func(c *app.Config) { c.LockWait = time.Minute; c.FakeTokenDelay = time.Second })
+		c := start(t, db, func(c *app.Config) { c.Storage.LockWait = time.Minute; c.Model.FakeTokenDelay = time.Second })
 		res, rd := c.busy("t", "r")
 		// The request goes from a goroutine, which must not fail the test:
 		// the test goroutine checks its answer.
@@ -387,7 +387,7 @@ func TestHistoryWindow(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint("window ", tc.window), func(t *testing.T) {
-			c := start(t, apptest.SQLiteURL(t), func(c *app.Config) { c.HistoryWindow = tc.window })
+			c := start(t, apptest.SQLiteURL(t), func(c *app.Config) { c.Storage.HistoryWindow = tc.window })
 			c.turn(false, reqBody("t", "r", user("What's the weather in Berlin?")))
 			status, b := c.do("POST", generatePath, reqBody("t", "r", user("Thanks!")))
 			if status != 200 {
@@ -441,7 +441,7 @@ func TestNothingNewToAnswer(t *testing.T) {
 func TestDisconnectMidStream(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
 		// Without a grace period to resume in, a broken stream cancels its run.
-		c := start(t, db, func(c *app.Config) { c.FakeTokenDelay = 20 * time.Millisecond; c.ResumeGrace = 0 })
+		c := start(t, db, func(c *app.Config) { c.Model.FakeTokenDelay = 20 * time.Millisecond; c.Server.ResumeGrace = 0 })
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "POST", c.URL+streamPath, strings.NewReader(reqBody("t", "r", user("Tell me a long story."))))
 		req.Header.Set("Content-Type", "application/json")

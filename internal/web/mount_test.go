@@ -40,7 +40,7 @@ func TestMounted(t *testing.T) {
 	check("POST", "/", 404, `{"error":"no route for POST /"}`)
 	check("GET", "/api/memory/threads?resourceId=u1", 200, `"threads":[]`)
 
-	off := apptest.Start(t, func(c *app.Config) { c.WebUI = false })
+	off := apptest.Start(t, func(c *app.Config) { c.Server.WebUI = false })
 	svc = off
 	check("GET", "/", 404, `{"error":"no route for GET /"}`)
 	check("GET", "/assets/app.js", 404, `{"error":"no route for GET /assets/app.js"}`)

@@ -55,9 +55,9 @@ func config(t testing.TB, configure func(*app.Config)) (app.Config, *openmeteo.S
 	omSrv := httptest.NewServer(om)
 	t.Cleanup(omSrv.Close)
 	cfg := app.Defaults()
-	cfg.WeatherGeocodingURL = omSrv.URL
-	cfg.WeatherForecastURL = omSrv.URL
-	cfg.DatabaseURL = SQLiteURL(t)
+	cfg.Tools.Weather.GeocodingURL = omSrv.URL
+	cfg.Tools.Weather.ForecastURL = omSrv.URL
+	cfg.Storage.DatabaseURL = SQLiteURL(t)
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -80,7 +80,7 @@ type Serving struct {
 func Serve(t testing.TB, log *slog.Logger, configure func(*app.Config)) *Serving {
 	t.Helper()
 	cfg, om := config(t, func(c *app.Config) {
-		c.ShutdownGrace = 2 * time.Second
+		c.Server.ShutdownGrace = 2 * time.Second
 		if configure != nil {
 			configure(c)
 		}
