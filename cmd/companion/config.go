@@ -217,7 +217,8 @@ func parseProxy(p string) (netip.Prefix, error) {
 	return prefix, nil
 }
 
-// authFlags: authentication is off unless one of these is set.
+// authFlags: authentication is off unless one of these is set. The JWKS
+// URL is auth's to check, as it reads it.
 func authFlags(f *flags, cfg *auth.Config, def auth.Config) {
 	f.str(&cfg.APIKeysFile, setting{"api-keys-file", "COMPANION_API_KEYS_FILE", `file of API keys, one "KEY RESOURCE[,RESOURCE...]" (or "KEY *") a line; re-read on SIGHUP`}, def.APIKeysFile)
 	f.str(&cfg.JWKSURL, setting{"jwt-jwks-url", "COMPANION_JWT_JWKS_URL", "JWKS URL of the identity provider whose bearer tokens are accepted"}, def.JWKSURL)
@@ -227,9 +228,6 @@ func authFlags(f *flags, cfg *auth.Config, def auth.Config) {
 	f.str(&cfg.JWTSecretFile, setting{"jwt-secret-file", "COMPANION_JWT_SECRET_FILE", "file holding an HS256 secret for bearer tokens (development)"}, def.JWTSecretFile)
 	f.then(func() {
 		f.require(strings.TrimSpace(cfg.ResourceClaim) != "", "the JWT resource claim must not be empty")
-		if cfg.JWKSURL != "" && !strings.HasPrefix(cfg.JWKSURL, "https://") && !strings.HasPrefix(cfg.JWKSURL, "http://") {
-			f.fail(fmt.Errorf("JWKS URL %q must start with https:// or http://", cfg.JWKSURL))
-		}
 	})
 }
 
@@ -269,10 +267,8 @@ func storageFlags(f *flags, cfg *app.StorageConfig, def app.StorageConfig) {
 	f.num(&cfg.HistoryBytes, setting{"history-max-bytes", "COMPANION_HISTORY_MAX_BYTES", "most bytes of message content a run sees of its thread's history"}, def.HistoryBytes)
 	f.then(func() {
 		cfg.RedisURL = redact.Secret(redisURL)
-		if u := cfg.DatabaseURL; !strings.HasPrefix(u, "sqlite://") && !strings.HasPrefix(u, "postgres://") && !strings.HasPrefix(u, "postgresql://") {
-			f.fail(errors.New("database URL must start with sqlite:// or postgres://"))
-		} else if u == "sqlite://" {
-			f.fail(errors.New("database URL sqlite:// names no file: use e.g. sqlite://data/companion.db"))
+		if err := app.CheckDatabaseURL(cfg.DatabaseURL); err != nil {
+			f.fail(err)
 		}
 		if u := redisURL; u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
 			f.fail(errors.New("redis URL must start with redis:// or rediss://"))

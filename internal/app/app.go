@@ -28,13 +28,10 @@ import (
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/memory"
-	"github.com/companionhq/companion/internal/memory/postgres"
-	"github.com/companionhq/companion/internal/memory/sqlite"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/provider"
 	"github.com/companionhq/companion/internal/openapi"
 	"github.com/companionhq/companion/internal/pricing"
-	"github.com/companionhq/companion/internal/redact"
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
 	"github.com/companionhq/companion/internal/tool/weather"
@@ -306,35 +303,6 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-// OpenStore opens the conversation store that url names: sqlite://PATH or
-// postgres://... It migrates the database to the current schema.
-func OpenStore(ctx context.Context, url string) (memory.Store, error) {
-	switch {
-	case strings.HasPrefix(url, "sqlite://"):
-		path := strings.TrimPrefix(url, "sqlite://")
-		s, err := sqlite.Open(ctx, path)
-		if err != nil {
-			return nil, fmt.Errorf("opening the database: %w", err)
-		}
-		return s, nil
-	case strings.HasPrefix(url, "postgres://"), strings.HasPrefix(url, "postgresql://"):
-		s, err := postgres.Open(ctx, url)
-		if err != nil {
-			return nil, fmt.Errorf("opening the database: %w", err)
-		}
-		return s, nil
-	}
-	return nil, fmt.Errorf("the database URL must start with sqlite:// (a file) or postgres:// (a server), not %q", redact.URL(url))
-}
-
-// DatabaseKind names the store a database URL selects, for logs.
-func DatabaseKind(url string) string {
-	if strings.HasPrefix(url, "sqlite://") {
-		return "sqlite"
-	}
-	return "postgres"
-}
-
 // newModel opens the model the configuration names (see provider.Open).
 func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
 	return provider.Open(cfg.Model.Config, log)
@@ -380,7 +348,7 @@ func (a *App) Serve(ctx context.Context, ln, metrics net.Listener) error {
 		slog.String("model", a.model.Provider()+"/"+a.model.ID()), slog.Int("max_steps", a.cfg.Model.MaxSteps),
 		slog.Duration("shutdown_grace", a.cfg.Server.ShutdownGrace), slog.String("spans", spans),
 		slog.Bool("trace_content", a.cfg.Telemetry.TraceContent), slog.String("metrics", "/metrics"),
-		slog.String("database", DatabaseKind(a.cfg.Storage.DatabaseURL)),
+		slog.String("database", databaseKind(a.cfg.Storage.DatabaseURL)),
 		slog.Int("history_window", a.cfg.Storage.HistoryWindow), slog.Duration("lock_wait", a.cfg.Storage.LockWait))
 
 	if !a.auth.Enabled() && !loopback(ln.Addr()) {
