@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -70,20 +71,87 @@ func (a *App) ReloadCredentials() error {
 // tracerName is the instrumentation scope of the agent's spans.
 const tracerName = "github.com/companionhq/companion/internal/agent"
 
-// New builds the service from cfg.
+// New builds the service from cfg, section by section: the model, the
+// telemetry, the agent with its tools, authentication, the store and the
+// turns, what instances share through Redis, and the HTTP API. What it
+// opened is closed again when a later part fails.
 func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	// Every line logged within a request or run names its trace and span.
 	log = slog.New(telemetry.LogHandler(log.Handler()))
-	m, err := newModel(cfg, log)
+	m, err := provider.Open(cfg.Model.Config, log)
 	if err != nil {
 		return nil, err
 	}
-	tp, err := telemetry.NewTracerProvider(ctx, cfg.Telemetry.TracingConfig)
+	tel, err := newInstruments(ctx, cfg.Telemetry)
 	if err != nil {
 		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tel.tracing.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
+	ag, err := newAgent(cfg, m, tel, log)
+	if err != nil {
+		return nil, err
+	}
+	authn, err := newAuth(ctx, cfg.Auth, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			authn.Close()
+		}
+	}()
+	store, turns, err := newTurns(ctx, cfg, ag)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			store.Close()
+		}
+	}()
+	sh, err := newShared(cfg, log, tel)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{
+		cfg:         cfg,
+		log:         log,
+		model:       m,
+		tracing:     tel.tracing,
+		store:       store,
+		auth:        authn,
+		metrics:     telemetry.Handler(tel.registry),
+		closeShared: sh.close,
+	}
+	a.api = a.newAPI(turns, tel, sh)
+	a.handler = a.api
+	if cfg.Server.WebUI {
+		a.handler = withWebUI(a.handler, web.Handler())
+	}
+	return a, nil
+}
+
+// instruments are the service's telemetry: its tracer provider, and its
+// metrics with the registry that serves them.
+type instruments struct {
+	tracing  *sdktrace.TracerProvider
+	registry *prometheus.Registry
+	metrics  *telemetry.Metrics
+}
+
+// newInstruments builds the telemetry cfg asks for; on error, nothing is
+// left to shut down.
+func newInstruments(ctx context.Context, cfg TelemetryConfig) (_ instruments, err error) {
+	tp, err := telemetry.NewTracerProvider(ctx, cfg.TracingConfig)
+	if err != nil {
+		return instruments{}, err
 	}
 	defer func() {
 		if err != nil {
@@ -92,118 +160,132 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 	}()
 	reg, err := telemetry.NewRegistry()
 	if err != nil {
-		return nil, err
+		return instruments{}, err
 	}
 	metrics, err := telemetry.NewMetrics(reg)
 	if err != nil {
-		return nil, err
+		return instruments{}, err
 	}
+	return instruments{tracing: tp, registry: reg, metrics: metrics}, nil
+}
+
+// newAgent is the agent on model m with the tools of cfg, its runs priced
+// by the shipped prices or cfg's prices file.
+func newAgent(cfg Config, m model.Model, tel instruments, log *slog.Logger) (*agent.Agent, error) {
 	tools := []agent.Tool{weather.New(cfg.Tools.Weather)}
 	toolNames := make([]string, 0, len(tools))
 	for _, t := range tools {
 		toolNames = append(toolNames, t.Name())
 	}
-	metrics.Known(m.Provider(), m.ID(), toolNames...)
+	tel.metrics.Known(m.Provider(), m.ID(), toolNames...)
 	prices := pricing.Default()
 	if cfg.Model.PricesFile != "" {
+		var err error
 		if prices, err = pricing.Load(cfg.Model.PricesFile); err != nil {
 			return nil, err
 		}
 	}
-	ag, err := agent.New(agent.Config{
+	return agent.New(agent.Config{
 		Prices:          prices,
 		Model:           m,
 		Tools:           tools,
 		MaxSteps:        cfg.Model.MaxSteps,
 		MaxOutputTokens: cfg.Model.MaxOutputTokens,
-		Tracer:          tp.Tracer(tracerName),
+		Tracer:          tel.tracing.Tracer(tracerName),
 		TraceContent:    cfg.Telemetry.TraceContent,
-		Observer:        metrics,
+		Observer:        tel.metrics,
 		Logger:          log,
 	})
-	if err != nil {
-		return nil, err
-	}
-	authCfg := cfg.Auth
-	authCfg.Logger = log
-	authn, err := auth.New(ctx, authCfg)
+}
+
+// newAuth is the authenticator of cfg, logging to log.
+func newAuth(ctx context.Context, cfg auth.Config, log *slog.Logger) (*auth.Authenticator, error) {
+	cfg.Logger = log
+	authn, err := auth.New(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			authn.Close()
-		}
-	}()
+	return authn, nil
+}
+
+// newTurns opens the store and runs the turns of its threads with ag; on
+// error, the store is closed.
+func newTurns(ctx context.Context, cfg Config, ag *agent.Agent) (memory.Store, *turn.Turns, error) {
 	store, err := OpenStore(ctx, cfg.Storage.DatabaseURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	turns, err := turn.New(turn.Config{Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
 		HistoryBytes: cfg.Storage.HistoryBytes, MaxThreadBytes: cfg.Limits.MaxThreadBytes, Quota: cfg.Limits.Quota})
 	if err != nil {
 		store.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	a := &App{
-		cfg:     cfg,
-		log:     log,
-		model:   m,
-		tracing: tp,
-		store:   store,
-		auth:    authn,
-		metrics: telemetry.Handler(reg),
-	}
-	apiMetrics := a.metrics
-	if cfg.Server.MetricsAddr != "" {
-		apiMetrics = nil // served on its own listener only
-	}
+	return store, turns, nil
+}
+
+// shared is what every instance may share through Redis: the rate limits
+// and the run log.
+type shared struct {
+	limiter httpapi.RateLimiter
+	runLog  runlog.Log
+	// close closes the run log and the Redis client, if any.
+	close func()
+}
+
+// newShared builds the rate limiter and the run log, through Redis when
+// cfg names one; on error, nothing is left open.
+func newShared(cfg Config, log *slog.Logger, tel instruments) (shared, error) {
 	var rdb *redis.Client
 	if cfg.Storage.RedisURL != "" {
 		opts, err := limits.ParseRedisURL(string(cfg.Storage.RedisURL))
 		if err != nil {
-			store.Close()
-			return nil, fmt.Errorf("the Redis URL: %w", err)
+			return shared{}, fmt.Errorf("the Redis URL: %w", err)
 		}
 		rdb = redis.NewClient(opts)
 	}
-	limiter := newRateLimiter(cfg, rdb, log, metrics)
+	limiter := newRateLimiter(cfg, rdb, log, tel.metrics)
 	runLog, local := newRunLog(cfg, rdb, log)
-	if err := telemetry.WatchRunLog(reg, local.Stats); err != nil {
-		return nil, err
-	}
-	a.closeShared = func() {
+	closeAll := func() {
 		_ = runLog.Close()
 		if rdb != nil {
 			_ = rdb.Close()
 		}
 	}
-	a.api = httpapi.NewServer(httpapi.Config{
+	if err := telemetry.WatchRunLog(tel.registry, local.Stats); err != nil {
+		closeAll()
+		return shared{}, err
+	}
+	return shared{limiter: limiter, runLog: runLog, close: closeAll}, nil
+}
+
+// newAPI is the HTTP API over turns.
+func (a *App) newAPI(turns *turn.Turns, tel instruments, sh shared) *httpapi.Server {
+	apiMetrics := a.metrics
+	if a.cfg.Server.MetricsAddr != "" {
+		apiMetrics = nil // served on its own listener only
+	}
+	return httpapi.NewServer(httpapi.Config{
 		Runner:         turns,
 		Threads:        turns.Threads(),
 		Ready:          a.ready(turns.Ping),
-		Logger:         log,
-		Limits:         cfg.Limits.Limits,
-		TracerProvider: tp,
+		Logger:         a.log,
+		Limits:         a.cfg.Limits.Limits,
+		TracerProvider: tel.tracing,
 		// The caller's W3C traceparent, explicitly: no global propagator.
 		Propagator:      propagation.TraceContext{},
-		Observer:        metrics,
+		Observer:        tel.metrics,
 		Metrics:         apiMetrics,
 		Document:        openapi.Spec(),
-		Auth:            authn,
-		CORSOrigins:     cfg.Server.CORSOrigins,
-		TrustedProxies:  cfg.Server.TrustedProxies,
-		RateLimiter:     limiter,
-		StreamFormat:    cfg.Server.StreamFormat,
-		RunLog:          runLog,
-		StreamRetention: cfg.Server.StreamRetention,
-		ResumeGrace:     cfg.Server.ResumeGrace,
+		Auth:            a.auth,
+		CORSOrigins:     a.cfg.Server.CORSOrigins,
+		TrustedProxies:  a.cfg.Server.TrustedProxies,
+		RateLimiter:     sh.limiter,
+		StreamFormat:    a.cfg.Server.StreamFormat,
+		RunLog:          sh.runLog,
+		StreamRetention: a.cfg.Server.StreamRetention,
+		ResumeGrace:     a.cfg.Server.ResumeGrace,
 	})
-	a.handler = a.api
-	if cfg.Server.WebUI {
-		a.handler = withWebUI(a.handler, web.Handler())
-	}
-	return a, nil
 }
 
 // withWebUI sends GET and HEAD of / and /assets/... to the web chat page,
@@ -301,11 +383,6 @@ func (a *App) Close() error {
 	a.auth.Close()
 	a.closeShared()
 	return errors.Join(errs...)
-}
-
-// newModel opens the model the configuration names (see provider.Open).
-func newModel(cfg Config, log *slog.Logger) (model.Model, error) {
-	return provider.Open(cfg.Model.Config, log)
 }
 
 // loopback reports whether addr is reachable from this host only.
