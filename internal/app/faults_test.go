@@ -69,9 +69,9 @@ func TestBadIDsAreRefusedAtTheEdge(t *testing.T) {
 func TestDatabaseOutage(t *testing.T) {
 	pg := pgtest.Private(t)
 	svc := apptest.Start(t, func(c *app.Config) {
-		c.DatabaseURL = pg.URL
-		c.FakeTokenDelay = 20 * time.Millisecond
-		c.LockWait = 5 * time.Second
+		c.Storage.DatabaseURL = pg.URL
+		c.Model.FakeTokenDelay = 20 * time.Millisecond
+		c.Storage.LockWait = 5 * time.Second
 	})
 	generate := func(thread, text string) (*http.Response, []byte) {
 		return svc.Post(t, "/api/agents/companionAgent/generate",
