@@ -240,6 +240,7 @@ func limitsFlags(f *flags, cfg *app.LimitsConfig, def app.LimitsConfig) {
 	f.num(&cfg.MaxStreams, setting{"max-streams", "COMPANION_MAX_STREAMS", "most streams open at once; beyond it 503 with Retry-After"}, def.MaxStreams)
 	f.dur(&cfg.MaxRunDuration, setting{"max-run-duration", "COMPANION_MAX_RUN_DURATION", "longest a run may take; a stream then ends with an error event (RUN_TIMEOUT)"}, def.MaxRunDuration)
 	f.dur(&cfg.BodyReadTimeout, setting{"body-read-timeout", "COMPANION_BODY_READ_TIMEOUT", "longest a client may take to send a request body"}, def.BodyReadTimeout)
+	f.dur(&cfg.StreamStallTimeout, setting{"stream-stall-timeout", "COMPANION_STREAM_STALL_TIMEOUT", "a stream whose client takes none of its bytes for this long ends, as a broken stream, and frees its slot"}, def.StreamStallTimeout)
 	f.num(&cfg.MaxHeaderBytes, setting{"max-header-bytes", "COMPANION_MAX_HEADER_BYTES", "most bytes of request headers"}, def.MaxHeaderBytes)
 	f.num(&cfg.RateLimit, setting{"rate-limit", "COMPANION_RATE_LIMIT", "requests per minute one resource, and one client address, may make; 0 for no limit"}, def.RateLimit)
 	f.i64(&cfg.Quota.Tokens, setting{"token-quota", "COMPANION_TOKEN_QUOTA", "tokens one resource may use per UTC day; 0 for no quota"}, def.Quota.Tokens)
@@ -249,7 +250,7 @@ func limitsFlags(f *flags, cfg *app.LimitsConfig, def app.LimitsConfig) {
 		f.require(cfg.MaxBodyBytes >= 1024, "max body bytes must be at least 1024")
 		f.require(cfg.MaxMessages >= 1 && cfg.MaxMessageBytes >= 1 && cfg.MaxIDBytes >= 1 && cfg.MaxStreams >= 1,
 			"max messages, max message bytes, max id bytes and max streams must be at least 1")
-		f.require(cfg.MaxRunDuration > 0 && cfg.BodyReadTimeout > 0, "max run duration and body read timeout must be positive")
+		f.require(cfg.MaxRunDuration > 0 && cfg.BodyReadTimeout > 0 && cfg.StreamStallTimeout > 0, "max run duration, body read timeout and stream stall timeout must be positive")
 		f.require(cfg.MaxHeaderBytes >= 4096, "max header bytes must be at least 4096")
 		f.require(cfg.RateLimit >= 0 && cfg.Quota.Tokens >= 0 && cfg.Quota.Cost >= 0, "rate limit, token quota and cost quota must not be negative")
 		f.require(cfg.MaxThreadBytes >= 0, "max thread bytes must not be negative")

@@ -192,6 +192,8 @@ func TestConfig(t *testing.T) {
 		{name: "bad OTLP protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"}, wantErr: `OTLP protocol "http/json" is not supported`},
 		{name: "bad database url", args: []string{"-database-url", "mysql://x"}, wantErr: "database URL must start with sqlite:// or postgres://"},
 		{name: "sqlite url without a file", args: []string{"-database-url", "sqlite://"}, wantErr: "names no file"},
+		{name: "stream stall timeout", env: map[string]string{"COMPANION_STREAM_STALL_TIMEOUT": "5s"}, want: []string{"StreamStallTimeout:5s"}},
+		{name: "zero stream stall timeout", args: []string{"-stream-stall-timeout", "0s"}, wantErr: "max run duration, body read timeout and stream stall timeout must be positive"},
 		{name: "stream retention", env: map[string]string{"COMPANION_STREAM_RETAINED_BYTES": "1048576"}, args: []string{"-stream-retention", "1m"}, want: []string{"StreamRetention:1m0s", "StreamRetainedBytes:1048576"}},
 		{name: "no stream retained bytes", args: []string{"-stream-retained-bytes", "0"}, wantErr: "stream retained bytes must be at least 1"},
 		{name: "negative history window", args: []string{"-history-window", "-1"}, wantErr: "history window must not be negative"},
