@@ -1,7 +1,10 @@
-// Package api holds the wire types of the companion HTTP API: the request
-// body shared by generate and stream, the generate response body, and the
-// stream events. It is the public contract (docs/api.md) and is shared by the
-// server, the agent that produces the values, and Go clients that consume them.
+// Package api holds the wire types of the companion HTTP API, in every
+// dialect it speaks: the request body shared by generate and stream, the
+// generate response body, the seed's stream events, the threads API's
+// bodies; Mastra's stream chunks and thread-message list (mastra.go); the AI
+// SDK's UI message stream chunks (aisdk.go) and chat request (chat.go). It is
+// the public contract (docs/api.md) and is shared by the server, which
+// projects domain values onto these shapes, and Go clients that consume them.
 package api
 
 import "encoding/json"
@@ -85,9 +88,35 @@ type ContentPart struct {
 	Text string `json:"text"`
 }
 
-// RequestInfo carries the body of the request sent to the model.
+// RequestInfo carries the body of the request sent to the model: a
+// RequestBody.
 type RequestInfo struct {
 	Body any `json:"body"`
+}
+
+// RequestBody is a step's request.body: what the model was sent,
+// provider-neutral: the model, the messages (instructions first), the tool
+// names and the output limit.
+type RequestBody struct {
+	Model           string           `json:"model"`
+	Messages        []RequestMessage `json:"messages"`
+	Tools           []string         `json:"tools"`
+	MaxOutputTokens int              `json:"maxOutputTokens,omitempty"`
+}
+
+// RequestMessage is one message of a RequestBody.
+type RequestMessage struct {
+	Role       string            `json:"role"`
+	Content    string            `json:"content"`
+	ToolCalls  []RequestToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string            `json:"toolCallId,omitempty"`
+}
+
+// RequestToolCall is a tool call of a RequestMessage.
+type RequestToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
 }
 
 // UIMessage is a message in the shape chat UIs render: parts with metadata.

@@ -1,5 +1,7 @@
 package api
 
+import "encoding/json"
+
 // Thread is a conversation thread in the threads API.
 type Thread struct {
 	ID         string         `json:"id"`
@@ -29,6 +31,15 @@ type MessageList struct {
 	Page     int         `json:"page"`
 	PerPage  int         `json:"perPage"`
 	HasMore  bool        `json:"hasMore"`
+}
+
+// ThreadUpdate is the body of PATCH /api/memory/threads/{threadId}: a new
+// title, new metadata, or both (null or absent keeps either). ResourceID
+// may only repeat the thread's owner: a thread cannot change hands.
+type ThreadUpdate struct {
+	Title      *string         `json:"title"`
+	Metadata   json.RawMessage `json:"metadata"`
+	ResourceID *string         `json:"resourceId"`
 }
 
 // DeleteResult is the body of a successful DELETE of a thread.

@@ -11,27 +11,6 @@ import (
 	"github.com/companionhq/companion/internal/apperr"
 )
 
-// chatRequest is the body the AI SDK's DefaultChatTransport sends: the chat
-// (our thread) and its whole conversation as UI messages, and whatever the
-// transport's body option adds (resourceId, the personality).
-type chatRequest struct {
-	ID             string              `json:"id"`
-	Messages       []chatMessage       `json:"messages"`
-	Trigger        string              `json:"trigger"`
-	MessageID      string              `json:"messageId"`
-	ResourceID     string              `json:"resourceId"`
-	Personality    string              `json:"personality"`
-	RuntimeContext *api.RuntimeContext `json:"runtimeContext"`
-	TracingOptions *api.TracingOptions `json:"tracingOptions"`
-}
-
-// chatMessage is a UI message: parts of any type; only text parts are read.
-type chatMessage struct {
-	ID    string            `json:"id"`
-	Role  string            `json:"role"`
-	Parts []json.RawMessage `json:"parts"`
-}
-
 // handleChat serves POST /api/agents/{agentId}/chat: the AI SDK's chat
 // request, answered with its UI message stream. Only the newest user
 // message is new: the thread holds the rest, so a client that resends the
@@ -43,7 +22,7 @@ func (s *Server) handleChat() http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		arrived := time.Now()
 		in, err := s.streamRequest(w, r, func(body []byte) (agent.Input, error) {
-			var req chatRequest
+			var req api.ChatRequest
 			if err := decodeJSON(body, &req, nil); err != nil {
 				return agent.Input{}, err
 			}
@@ -63,7 +42,7 @@ func (s *Server) handleChat() http.HandlerFunc {
 
 // chatRun is the run a chat request asks for, as a generate request: the
 // newest user message, in the thread the chat id names.
-func (s *Server) chatRun(r *http.Request, req chatRequest) (api.GenerateRequest, error) {
+func (s *Server) chatRun(r *http.Request, req api.ChatRequest) (api.GenerateRequest, error) {
 	gen := api.GenerateRequest{ThreadID: req.ID, ResourceID: req.ResourceID,
 		RuntimeContext: req.RuntimeContext, TracingOptions: req.TracingOptions}
 	if strings.TrimSpace(req.ID) == "" {
@@ -114,13 +93,10 @@ func (s *Server) chatRun(r *http.Request, req chatRequest) (api.GenerateRequest,
 }
 
 // chatText is the text of a UI message's text parts.
-func chatText(i int, m chatMessage) (string, error) {
+func chatText(i int, m api.ChatMessage) (string, error) {
 	var b strings.Builder
 	for j, raw := range m.Parts {
-		var p struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
+		var p api.ChatPart
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return "", apperr.New(apperr.Invalid, "messages[%d].parts[%d] must be an object with a type", i, j)
 		}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"cmp"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -29,51 +28,7 @@ type mastraDialect struct {
 	// text and calls are the run's text and tool calls so far, for the
 	// finish chunk's output.
 	text  []byte
-	calls []mastraCall
-}
-
-type mastraChunk struct {
-	Type    string `json:"type"`
-	RunID   string `json:"runId"`
-	From    string `json:"from"`
-	Payload any    `json:"payload"`
-}
-
-// mastraText is a text-delta's payload: a struct, as its keys are always
-// the same, is encoded at half the cost of a map (once for every token).
-type mastraText struct {
-	ID   string `json:"id"`
-	Text string `json:"text"`
-}
-
-type mastraCall struct {
-	ToolCallID string          `json:"toolCallId"`
-	ToolName   string          `json:"toolName"`
-	Args       json.RawMessage `json:"args"`
-}
-
-type mastraStepResult struct {
-	Reason      string `json:"reason"`
-	IsContinued bool   `json:"isContinued"`
-}
-
-type mastraOutput struct {
-	Text      string       `json:"text"`
-	ToolCalls []mastraCall `json:"toolCalls"`
-	Usage     api.Usage    `json:"usage"`
-}
-
-type mastraFinish struct {
-	MessageID  string           `json:"messageId"`
-	StepResult mastraStepResult `json:"stepResult"`
-	Metadata   map[string]any   `json:"metadata"`
-	Output     mastraOutput     `json:"output"`
-	// Usage and TotalUsage repeat output.usage: the client reads usage
-	// from payload.usage on finish.
-	Usage      *api.Usage `json:"usage,omitempty"`
-	TotalUsage *api.Usage `json:"totalUsage,omitempty"`
-	// Cost is what the run cost, on finish.
-	Cost *api.Cost `json:"cost,omitempty"`
+	calls []api.MastraToolCall
 }
 
 // sdkReason is a finish reason in the AI SDK's words, which Mastra's
@@ -96,7 +51,7 @@ func (*mastraDialect) stateful() bool      { return true }
 func (*mastraDialect) trailer() string     { return "[DONE]" }
 
 func (d *mastraDialect) chunk(typ string, payload any) frame {
-	return frame{v: mastraChunk{Type: typ, RunID: d.runID, From: "AGENT", Payload: payload}}
+	return frame{v: api.MastraChunk{Type: typ, RunID: d.runID, From: "AGENT", Payload: payload}}
 }
 
 func (d *mastraDialect) endText(out []frame) []frame {
@@ -123,7 +78,7 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 			out = append(out, d.chunk("text-start", map[string]string{"id": d.textID}))
 		}
 		d.text = append(d.text, rec.Text.Text...)
-		f := d.chunk("text-delta", mastraText{ID: d.textID, Text: rec.Text.Text})
+		f := d.chunk("text-delta", api.MastraTextDelta{ID: d.textID, Text: rec.Text.Text})
 		f.text = true
 		return append(out, f)
 	case rec.InputStart != nil:
@@ -135,7 +90,7 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 	case rec.InputEnd != nil:
 		return append(out, d.chunk("tool-call-input-streaming-end", map[string]string{"toolCallId": rec.InputEnd.CallID}))
 	case rec.Call != nil:
-		c := mastraCall{ToolCallID: rec.Call.Call.ID, ToolName: rec.Call.Call.Name, Args: rec.Call.Call.Args}
+		c := api.MastraToolCall{ToolCallID: rec.Call.Call.ID, ToolName: rec.Call.Call.Name, Args: rec.Call.Call.Args}
 		d.calls = append(d.calls, c)
 		return append(out, d.chunk("tool-call", c))
 	case rec.Returned != nil:
@@ -154,8 +109,8 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 		e := rec.StepFinish
 		out = d.endText(out)
 		reason := sdkReason(e.FinishReason)
-		return append(out, d.chunk("step-finish", mastraFinish{MessageID: d.messageID,
-			StepResult: mastraStepResult{Reason: reason, IsContinued: reason == "tool-calls"},
+		return append(out, d.chunk("step-finish", api.MastraFinish{MessageID: d.messageID,
+			StepResult: api.MastraStepResult{Reason: reason, IsContinued: reason == "tool-calls"},
 			Metadata:   map[string]any{}, Output: d.output(e.Usage)}))
 	case rec.Failed != nil:
 		out = d.endText(out)
@@ -164,19 +119,19 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 		out = d.endText(out)
 		u := usageOf(rec.Finished.Usage)
 		c := costOf(rec.Finished.Cost)
-		return append(out, d.chunk("finish", mastraFinish{MessageID: d.messageID,
-			StepResult: mastraStepResult{Reason: sdkReason(rec.Finished.Reason)},
+		return append(out, d.chunk("finish", api.MastraFinish{MessageID: d.messageID,
+			StepResult: api.MastraStepResult{Reason: sdkReason(rec.Finished.Reason)},
 			Metadata:   map[string]any{}, Output: d.output(rec.Finished.Usage), Usage: &u, TotalUsage: &u, Cost: &c}))
 	}
 	return out
 }
 
-func (d *mastraDialect) output(u model.Usage) mastraOutput {
+func (d *mastraDialect) output(u model.Usage) api.MastraOutput {
 	calls := d.calls
 	if calls == nil {
-		calls = []mastraCall{}
+		calls = []api.MastraToolCall{}
 	}
-	return mastraOutput{Text: string(d.text), ToolCalls: calls, Usage: usageOf(u)}
+	return api.MastraOutput{Text: string(d.text), ToolCalls: calls, Usage: usageOf(u)}
 }
 
 // aisdkDialect writes the AI SDK's UI message stream (protocol v1), which
@@ -194,36 +149,11 @@ func (*aisdkDialect) ids() bool             { return true }
 func (*aisdkDialect) stateful() bool        { return true }
 func (*aisdkDialect) trailer() string       { return "[DONE]" }
 
-// aisdkChunk is one chunk of the UI message stream; the fields its type
-// needs are set.
-type aisdkChunk struct {
-	Type      string  `json:"type"`
-	ID        string  `json:"id,omitempty"`
-	Delta     *string `json:"delta,omitempty"`
-	MessageID string  `json:"messageId,omitempty"`
-	// MessageMetadata rides on start: the run's id, to resume or cancel.
-	MessageMetadata *aisdkMetadata  `json:"messageMetadata,omitempty"`
-	ToolCallID      string          `json:"toolCallId,omitempty"`
-	ToolName        string          `json:"toolName,omitempty"`
-	InputTextDelta  *string         `json:"inputTextDelta,omitempty"`
-	Input           json.RawMessage `json:"input,omitempty"`
-	Output          json.RawMessage `json:"output,omitempty"`
-	ErrorText       string          `json:"errorText,omitempty"`
-	FinishReason    string          `json:"finishReason,omitempty"`
-}
-
-// aisdkMetadata is the reply's message metadata: which run writes it (on
-// start), what it cost (on finish).
-type aisdkMetadata struct {
-	RunID string    `json:"runId,omitempty"`
-	Cost  *api.Cost `json:"cost,omitempty"`
-}
-
 func (d *aisdkDialect) endText(out []frame) []frame {
 	if d.textID == "" {
 		return out
 	}
-	out = append(out, frame{v: aisdkChunk{Type: "text-end", ID: d.textID}})
+	out = append(out, frame{v: api.AISDKChunk{Type: "text-end", ID: d.textID}})
 	d.textID = ""
 	return out
 }
@@ -231,44 +161,44 @@ func (d *aisdkDialect) endText(out []frame) []frame {
 func (d *aisdkDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
-		c := aisdkChunk{Type: "start", MessageID: rec.Start.MessageID}
+		c := api.AISDKChunk{Type: "start", MessageID: rec.Start.MessageID}
 		if id := cmp.Or(rec.Start.RunID, d.runID); id != "" {
-			c.MessageMetadata = &aisdkMetadata{RunID: id}
+			c.MessageMetadata = &api.AISDKMetadata{RunID: id}
 		}
 		return append(out, frame{v: c})
 	case rec.StepStart != nil:
-		return append(out, frame{v: aisdkChunk{Type: "start-step"}})
+		return append(out, frame{v: api.AISDKChunk{Type: "start-step"}})
 	case rec.Text != nil:
 		if d.textID == "" {
 			d.textID = "text-" + strconv.Itoa(d.blocks)
 			d.blocks++
-			out = append(out, frame{v: aisdkChunk{Type: "text-start", ID: d.textID}})
+			out = append(out, frame{v: api.AISDKChunk{Type: "text-start", ID: d.textID}})
 		}
-		return append(out, frame{v: aisdkChunk{Type: "text-delta", ID: d.textID, Delta: &rec.Text.Text}, text: true})
+		return append(out, frame{v: api.AISDKChunk{Type: "text-delta", ID: d.textID, Delta: &rec.Text.Text}, text: true})
 	case rec.InputStart != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{Type: "tool-input-start", ToolCallID: rec.InputStart.CallID, ToolName: rec.InputStart.Tool}})
+		return append(out, frame{v: api.AISDKChunk{Type: "tool-input-start", ToolCallID: rec.InputStart.CallID, ToolName: rec.InputStart.Tool}})
 	case rec.InputDelta != nil:
-		return append(out, frame{v: aisdkChunk{Type: "tool-input-delta", ToolCallID: rec.InputDelta.CallID, InputTextDelta: &rec.InputDelta.Delta}})
+		return append(out, frame{v: api.AISDKChunk{Type: "tool-input-delta", ToolCallID: rec.InputDelta.CallID, InputTextDelta: &rec.InputDelta.Delta}})
 	case rec.Call != nil:
 		c := rec.Call.Call
-		return append(out, frame{v: aisdkChunk{Type: "tool-input-available", ToolCallID: c.ID, ToolName: c.Name, Input: c.Args}})
+		return append(out, frame{v: api.AISDKChunk{Type: "tool-input-available", ToolCallID: c.ID, ToolName: c.Name, Input: c.Args}})
 	case rec.Returned != nil:
 		r := rec.Returned.Result
 		if r.Failed() {
-			return append(out, frame{v: aisdkChunk{Type: "tool-output-error", ToolCallID: r.CallID, ErrorText: r.Error}})
+			return append(out, frame{v: api.AISDKChunk{Type: "tool-output-error", ToolCallID: r.CallID, ErrorText: r.Error}})
 		}
-		return append(out, frame{v: aisdkChunk{Type: "tool-output-available", ToolCallID: r.CallID, Output: r.Output}})
+		return append(out, frame{v: api.AISDKChunk{Type: "tool-output-available", ToolCallID: r.CallID, Output: r.Output}})
 	case rec.StepFinish != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{Type: "finish-step"}})
+		return append(out, frame{v: api.AISDKChunk{Type: "finish-step"}})
 	case rec.Failed != nil:
 		out = d.endText(out)
-		return append(out, frame{v: aisdkChunk{Type: "error", ErrorText: rec.Failed.Message}})
+		return append(out, frame{v: api.AISDKChunk{Type: "error", ErrorText: rec.Failed.Message}})
 	case rec.Finished != nil:
 		out = d.endText(out)
 		c := costOf(rec.Finished.Cost)
-		return append(out, frame{v: aisdkChunk{Type: "finish", FinishReason: sdkReason(rec.Finished.Reason), MessageMetadata: &aisdkMetadata{Cost: &c}}})
+		return append(out, frame{v: api.AISDKChunk{Type: "finish", FinishReason: sdkReason(rec.Finished.Reason), MessageMetadata: &api.AISDKMetadata{Cost: &c}}})
 	}
 	return out
 }

@@ -225,11 +225,6 @@ func FuzzUnmarshal(f *testing.F) {
 		api.GenerateRequest
 		Messages json.RawMessage `json:"messages"`
 	}
-	type threadWire struct {
-		Title      *string         `json:"title"`
-		Metadata   json.RawMessage `json:"metadata"`
-		ResourceID *string         `json:"resourceId"`
-	}
 	type rawMessage struct {
 		ID      *json.RawMessage `json:"id"`
 		Role    *json.RawMessage `json:"role"`
@@ -246,8 +241,8 @@ func FuzzUnmarshal(f *testing.F) {
 		sameAsStd[rawMessage](t, data)
 		sameAsStd[string](t, data)
 		sameAsStd[[]part](t, data)
-		sameAsStd[chatRequest](t, data)
-		sameAsStd[threadWire](t, data)
+		sameAsStd[api.ChatRequest](t, data)
+		sameAsStd[api.ThreadUpdate](t, data)
 	})
 }
 

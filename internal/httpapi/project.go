@@ -233,39 +233,18 @@ func apiThread(th memory.Thread) api.Thread {
 		CreatedAt: timestamp(th.CreatedAt), UpdatedAt: timestamp(th.UpdatedAt)}
 }
 
-// A step's request.body: what the model was sent, provider-neutral.
-type requestShape struct {
-	Model           string         `json:"model"`
-	Messages        []requestEntry `json:"messages"`
-	Tools           []string       `json:"tools"`
-	MaxOutputTokens int            `json:"maxOutputTokens,omitempty"`
-}
-
-type requestEntry struct {
-	Role       string        `json:"role"`
-	Content    string        `json:"content"`
-	ToolCalls  []requestCall `json:"toolCalls,omitempty"`
-	ToolCallID string        `json:"toolCallId,omitempty"`
-}
-
-type requestCall struct {
-	ID   string          `json:"id"`
-	Name string          `json:"name"`
-	Args json.RawMessage `json:"args"`
-}
-
 // requestBody describes req for a step's request.body: the model, the
 // messages (instructions first), the tool names and the output limit.
 func requestBody(modelID string, req model.Request) any {
-	b := requestShape{Model: modelID, Tools: []string{}, MaxOutputTokens: req.MaxOutputTokens}
-	b.Messages = make([]requestEntry, 0, len(req.Messages)+1)
+	b := api.RequestBody{Model: modelID, Tools: []string{}, MaxOutputTokens: req.MaxOutputTokens}
+	b.Messages = make([]api.RequestMessage, 0, len(req.Messages)+1)
 	if req.System != "" {
-		b.Messages = append(b.Messages, requestEntry{Role: "system", Content: req.System})
+		b.Messages = append(b.Messages, api.RequestMessage{Role: "system", Content: req.System})
 	}
 	for _, m := range req.Messages {
-		e := requestEntry{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		e := api.RequestMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
 		for _, c := range m.ToolCalls {
-			e.ToolCalls = append(e.ToolCalls, requestCall{ID: c.ID, Name: c.Name, Args: c.Args})
+			e.ToolCalls = append(e.ToolCalls, api.RequestToolCall{ID: c.ID, Name: c.Name, Args: c.Args})
 		}
 		b.Messages = append(b.Messages, e)
 	}

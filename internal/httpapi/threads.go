@@ -153,7 +153,7 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 			return nil, err
 		}
 		ui := make([]api.UIMessage, 0, len(list.Items))
-		core := []coreMessage{}
+		core := []api.CoreMessage{}
 		for _, m := range list.Items {
 			ms := modelMessagesOf(m)
 			ui = append(ui, uiMessage(th, m, ms))
@@ -163,7 +163,7 @@ func (s *Server) handleListMessages() http.HandlerFunc {
 		}
 		if lq.mastra {
 			// Mastra's client reads {messages (model messages), uiMessages}.
-			return mastraMessages{Messages: core, UIMessages: ui, LegacyMessages: []any{},
+			return api.MastraMessageList{Messages: core, UIMessages: ui, LegacyMessages: []any{},
 				Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}, nil
 		}
 		return api.MessageList{Messages: ui, Total: list.Total, Page: list.Page, PerPage: list.PerPage, HasMore: list.HasMore}, nil
@@ -182,11 +182,7 @@ func (s *Server) handleUpdateThread() http.HandlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		var wire struct {
-			Title      *string         `json:"title"`
-			Metadata   json.RawMessage `json:"metadata"`
-			ResourceID *string         `json:"resourceId"`
-		}
+		var wire api.ThreadUpdate
 		if err := decodeJSON(body, &wire, nil); err != nil {
 			return nil, err
 		}
@@ -341,54 +337,24 @@ func (s *Server) mastraShapes(r *http.Request) (bool, error) {
 	return f == FormatMastra, err
 }
 
-// mastraMessages is a page of messages in Mastra's shape, with the page's
-// counts beside.
-type mastraMessages struct {
-	Messages       []coreMessage   `json:"messages"`
-	UIMessages     []api.UIMessage `json:"uiMessages"`
-	LegacyMessages []any           `json:"legacyMessages"`
-	Total          int             `json:"total"`
-	Page           int             `json:"page"`
-	PerPage        int             `json:"perPage"`
-	HasMore        bool            `json:"hasMore"`
-}
-
-// coreMessage is a model message in the AI SDK's core shape, which Mastra
-// stores and returns: text content, or parts for tool calls and results.
-type coreMessage struct {
-	ID      string `json:"id,omitempty"`
-	Role    string `json:"role"`
-	Content any    `json:"content"`
-}
-
-type corePart struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text,omitempty"`
-	ToolCallID string          `json:"toolCallId,omitempty"`
-	ToolName   string          `json:"toolName,omitempty"`
-	Args       json.RawMessage `json:"args,omitempty"`
-	Result     json.RawMessage `json:"result,omitempty"`
-	IsError    bool            `json:"isError,omitempty"`
-}
-
 // appendCore appends m, whose model messages are ms, to out as Mastra's
 // core messages.
-func appendCore(out []coreMessage, m memory.Message, ms []model.Message) []coreMessage {
+func appendCore(out []api.CoreMessage, m memory.Message, ms []model.Message) []api.CoreMessage {
 	for i, mm := range ms {
-		cm := coreMessage{Role: mm.Role, Content: mm.Content}
+		cm := api.CoreMessage{Role: mm.Role, Content: mm.Content}
 		if i == 0 {
 			cm.ID = m.ID
 		}
 		switch {
 		case mm.Role == model.RoleTool:
-			cm.Content = []corePart{{Type: "tool-result", ToolCallID: mm.ToolCallID, ToolName: mm.ToolName, Result: json.RawMessage(mm.Content), IsError: mm.IsError}}
+			cm.Content = []api.CorePart{{Type: "tool-result", ToolCallID: mm.ToolCallID, ToolName: mm.ToolName, Result: json.RawMessage(mm.Content), IsError: mm.IsError}}
 		case len(mm.ToolCalls) > 0:
-			parts := []corePart{}
+			parts := []api.CorePart{}
 			if mm.Content != "" {
-				parts = append(parts, corePart{Type: "text", Text: mm.Content})
+				parts = append(parts, api.CorePart{Type: "text", Text: mm.Content})
 			}
 			for _, c := range mm.ToolCalls {
-				parts = append(parts, corePart{Type: "tool-call", ToolCallID: c.ID, ToolName: c.Name, Args: c.Args})
+				parts = append(parts, api.CorePart{Type: "tool-call", ToolCallID: c.ID, ToolName: c.Name, Args: c.Args})
 			}
 			cm.Content = parts
 		}

@@ -17,6 +17,13 @@ import (
 // recorded streams, the AI SDK's UI message stream v1), apart from the
 // service's code; and check that it tells the same run as the generate
 // body g (of another run of the same request: ids differ).
+//
+// They decode chunks loosely on purpose, into raw payloads and maps of raw
+// values, and not into the api package's MastraChunk, MastraFinish or
+// AISDKChunk, which the service encodes with: read through the same types,
+// a key misspelt in a tag would read back as it was written and pass, and
+// a missing key would read as a zero value. Here a key is looked up by the
+// name the client reads, and its absence is seen.
 
 // aiReason is a finish reason in the AI SDK's and Mastra's words.
 func aiReason(r string) string {
