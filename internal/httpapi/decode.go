@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -231,4 +233,29 @@ func agentID(id string) error {
 		return apperr.New(apperr.NotFound, "agent %q not found: the only agent is %s", clip(id), api.AgentID)
 	}
 	return nil
+}
+
+// strictQuery parses a raw query and refuses one that does not parse (a
+// pair joined by ";", which url.URL.Query would drop in silence), a
+// parameter given more than once, and a name that differs only in case
+// from one the route reads.
+func strictQuery(raw string, names ...string) (url.Values, error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return q, apperr.New(apperr.Invalid, "the query does not parse: %s (separate parameters with &, and escape ; as %%3B)", clip(err.Error()))
+	}
+	for key, vs := range q {
+		if len(vs) > 1 {
+			return q, apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", clip(key), len(vs))
+		}
+		if slices.Contains(names, key) {
+			continue
+		}
+		for _, n := range names {
+			if strings.EqualFold(key, n) {
+				return q, apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", clip(key), n)
+			}
+		}
+	}
+	return q, nil
 }

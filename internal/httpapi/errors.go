@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
@@ -133,4 +134,18 @@ func retryAfterOf(err error, ae *apperr.Error) time.Duration {
 		return me.RetryAfter
 	}
 	return 0
+}
+
+// clip shortens what a client sent for quoting in an error message: a
+// message must not grow with the input.
+func clip(s string) string {
+	const most = 80
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"reflect"
 	"slices"
 	"strconv"
@@ -348,42 +347,3 @@ func (w *walker) syntax(err error) error {
 // errSyntax marks a body the walker could not read: decodeJSON reports
 // what is wrong with it.
 var errSyntax = errors.New("syntax")
-
-// strictQuery parses a raw query and refuses one that does not parse (a
-// pair joined by ";", which url.URL.Query would drop in silence), a
-// parameter given more than once, and a name that differs only in case
-// from one the route reads.
-func strictQuery(raw string, names ...string) (url.Values, error) {
-	q, err := url.ParseQuery(raw)
-	if err != nil {
-		return q, apperr.New(apperr.Invalid, "the query does not parse: %s (separate parameters with &, and escape ; as %%3B)", clip(err.Error()))
-	}
-	for key, vs := range q {
-		if len(vs) > 1 {
-			return q, apperr.New(apperr.Invalid, "query parameter %q is given %d times: give it once", clip(key), len(vs))
-		}
-		if slices.Contains(names, key) {
-			continue
-		}
-		for _, n := range names {
-			if strings.EqualFold(key, n) {
-				return q, apperr.New(apperr.Invalid, "query parameter %q is not %q: parameter names are case-sensitive", clip(key), n)
-			}
-		}
-	}
-	return q, nil
-}
-
-// clip shortens what a client sent for quoting in an error message: a
-// message must not grow with the input.
-func clip(s string) string {
-	const most = 80
-	if len(s) <= most {
-		return s
-	}
-	cut := most
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "..."
-}
