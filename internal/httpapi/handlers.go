@@ -13,7 +13,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
-	"github.com/companionhq/companion/internal/aside"
+	"github.com/companionhq/companion/internal/offstack"
 	"github.com/companionhq/companion/internal/runlog"
 )
 
@@ -87,7 +87,7 @@ func (s *Server) streamRequest(w http.ResponseWriter, r *http.Request, decode fu
 		in  agent.Input
 		err error
 	)
-	aside.Do(func() { in, err = s.runRequest(w, r, decode) })
+	offstack.Do(func() { in, err = s.runRequest(w, r, decode) })
 	return &in, err
 }
 

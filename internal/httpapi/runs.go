@@ -8,7 +8,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
-	"github.com/companionhq/companion/internal/aside"
+	"github.com/companionhq/companion/internal/offstack"
 	"github.com/companionhq/companion/internal/run"
 	"github.com/companionhq/companion/internal/runlog"
 )
@@ -168,7 +168,7 @@ func (f *follower) decode(data []byte) *run.Record {
 	if f.dec == nil {
 		f.dec = new(run.Decoder)
 	}
-	aside.Do(func() { rec, err = f.dec.Decode(data) })
+	offstack.Do(func() { rec, err = f.dec.Decode(data) })
 	if err != nil {
 		f.s.log.LogAttrs(f.r.Context(), slog.LevelError, "a run record does not decode", slog.String("run_id", f.runID), errAttr(err))
 		return nil

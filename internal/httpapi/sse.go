@@ -13,7 +13,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/companionhq/companion/internal/apperr"
-	"github.com/companionhq/companion/internal/aside"
+	"github.com/companionhq/companion/internal/offstack"
 	"github.com/companionhq/companion/internal/run"
 )
 
@@ -148,7 +148,7 @@ func (f *frameWriter) commit() error {
 		return err
 	}
 	var err error
-	aside.Do(func() { err = f.session.Flush() }) // the first Flush sends the head alone
+	offstack.Do(func() { err = f.session.Flush() }) // the first Flush sends the head alone
 	return err
 }
 

@@ -31,10 +31,10 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
-	"github.com/companionhq/companion/internal/aside"
 	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
+	"github.com/companionhq/companion/internal/offstack"
 	"github.com/companionhq/companion/internal/pricing"
 )
 
@@ -181,7 +181,7 @@ func (t *Turns) Run(ctx context.Context, in agent.Input, emit agent.Emit) (*Outc
 	// run's goroutine would keep, unused, for as long as the model answers,
 	// for every open stream.
 	var err error
-	aside.Do(func() { err = runSteps(ctx, t.before, s) })
+	offstack.Do(func() { err = runSteps(ctx, t.before, s) })
 	defer func() {
 		if s.held != nil {
 			s.held.Unlock()

@@ -1,15 +1,15 @@
-package aside_test
+package offstack_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/companionhq/companion/internal/aside"
+	"github.com/companionhq/companion/internal/offstack"
 )
 
 func TestDoWaitsForF(t *testing.T) {
 	got := 0
-	aside.Do(func() { got = 42 })
+	offstack.Do(func() { got = 42 })
 	if got != 42 {
 		t.Fatalf("after Do, f's result is %d, want 42", got)
 	}
@@ -20,9 +20,9 @@ func TestDoWaitsForF(t *testing.T) {
 func TestDoCarriesAPanic(t *testing.T) {
 	defer func() {
 		v := recover()
-		p, ok := v.(*aside.Panic)
+		p, ok := v.(*offstack.Panic)
 		if !ok {
-			t.Fatalf("recovered %T (%v), want *aside.Panic", v, v)
+			t.Fatalf("recovered %T (%v), want *offstack.Panic", v, v)
 		}
 		if p.Value != "deep down" {
 			t.Errorf("the panic's value is %v, want \"deep down\"", p.Value)
@@ -34,17 +34,17 @@ func TestDoCarriesAPanic(t *testing.T) {
 			t.Errorf("String() = %q, want the value and the stack", s)
 		}
 	}()
-	aside.Do(panicDeepDown)
+	offstack.Do(panicDeepDown)
 	t.Fatal("Do returned after f panicked")
 }
 
 func panicDeepDown() { panic("deep down") }
 
-// BenchmarkDo is the cost of going aside once, which a turn pays for its
+// BenchmarkDo is the cost of running off the stack once, which a turn pays for its
 // Begin, and a stream for its request, its head and each record read from
 // Redis.
 func BenchmarkDo(b *testing.B) {
 	for b.Loop() {
-		aside.Do(func() {})
+		offstack.Do(func() {})
 	}
 }

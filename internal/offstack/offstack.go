@@ -1,13 +1,14 @@
-// Package aside runs a piece of work on a goroutine of its own while the
-// caller waits for it.
+// Package offstack runs a piece of work off the caller's stack: on a
+// short-lived goroutine of its own, while the caller waits for it.
 //
 // A goroutine's stack starts at 8 KiB and doubles when a call goes deeper;
 // the garbage collector halves it again only once it is three-quarters
 // unused. A goroutine that goes deep once (decoding JSON, a SQLite
 // statement) and then waits for a long time (a stream following its run)
-// would keep the doubled stack for all that time. Done aside, the deep part
-// uses a short-lived stack, which goes back to the runtime's pool at once.
-package aside
+// would keep the doubled stack for all that time. Done off its stack, the
+// deep part uses a short-lived stack, which goes back to the runtime's pool
+// at once, and the long-waiting goroutine keeps a small one.
+package offstack
 
 import (
 	"fmt"
