@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +33,27 @@ import (
 //
 // Keys that name no field at all stay accepted: clients such as Mastra's
 // send fields this service does not use.
+//
+// json v2 (github.com/go-json-experiment/json), by its default options,
+// refuses the first two itself: invalid UTF-8 and unpaired surrogates in a
+// string, and a repeated name. The repeated name is left to it (jsontext,
+// the walker's reader, finds it where the walker did, and the walker words
+// it as before). The rest stays here:
+//
+//   - UTF-8 and escapes are checked over the whole body, before anything
+//     else, as they were: jsontext stops at the first fault of any kind,
+//     and sees invalid UTF-8 outside a string (or after the value) only as
+//     a syntax error, so a body with two faults, or with bytes that are not
+//     UTF-8 between tokens, would get another message.
+//   - Case: v2 matches names case-sensitively but ignores a member that
+//     matches no field, so a case variant would be dropped in silence, not
+//     refused; its option to refuse unknown members would refuse the
+//     fields other clients send.
+//   - Depth: jsontext allows 10,000 levels and takes no other bound.
+//
+// The body is then decoded by encoding/json's rules (api.Unmarshal), not
+// v2's: v2 matches names in one case only and zeroes a value under null,
+// and its errors are not the ones this service words for clients.
 
 // maxDepth bounds the nesting of a request body.
 const maxDepth = 32
@@ -48,15 +68,25 @@ func checkStrict(body []byte, t reflect.Type) error {
 	}
 	// jsontext reads a token without decoding it into a Go value (encoding/json's
 	// Decoder.Token allocated an error value for every scalar followed by a
-	// comma). Duplicate names and invalid UTF-8 are left to this check, to
-	// be worded as this service words them.
-	w := walker{dec: jsontext.NewDecoder(bytes.NewBuffer(body),
-		jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
-	if err := w.value(schemaOf(t), "", 0); err != nil {
-		return err
-	}
-	return nil
+	// comma), from the body itself when given a bytes.Buffer. Invalid UTF-8 is
+	// left to the check above, to be worded as this service words it.
+	dec := decoders.Get().(*jsontext.Decoder)
+	dec.Reset(bytes.NewBuffer(body), jsontext.AllowInvalidUTF8(true))
+	w := walker{dec: dec}
+	err := w.value(schemaOf(t), "", 0)
+	dec.Reset(noBody) // the pool keeps the decoder's stacks, not the body
+	decoders.Put(dec)
+	return err
 }
+
+// decoders keeps the walker's readers between requests: a reader's stacks
+// of names, which find repeated keys, are then reused, not allocated for
+// every object. A reader in the pool holds at most the names of the last
+// body it read, and the pool empties as the heap is collected.
+var decoders = sync.Pool{New: func() any { return jsontext.NewDecoder(noBody) }}
+
+// noBody is what a decoder reads while it waits in the pool: nothing.
+var noBody = new(bytes.Reader)
 
 func invalidUTF8At(b []byte) int {
 	for i := 0; i < len(b); {
@@ -246,17 +276,18 @@ func (w *walker) more(end jsontext.Kind) bool {
 }
 
 func (w *walker) object(s *schema, path string, depth int) error {
-	var seen keySet
 	for w.more('}') {
 		tok, err := w.dec.ReadToken()
 		if err != nil {
+			// jsontext refuses a name the object has given already.
+			var dup *jsontext.SyntacticError
+			if errors.As(err, &dup) && dup.Err == jsontext.ErrDuplicateName {
+				return apperr.New(apperr.Invalid, "key %q appears more than once in %s: each key may be given once", clip(dup.JSONPointer.LastToken()), clip(objectName(path)))
+			}
 			return w.syntax(err)
 		}
 		key := tok.String()
 		at := join(path, key)
-		if !seen.add(key) {
-			return apperr.New(apperr.Invalid, "key %q appears more than once in %s: each key may be given once", clip(key), clip(objectName(path)))
-		}
 		var child *schema
 		if s.fields != nil {
 			if c, ok := s.fields[key]; ok {
@@ -271,38 +302,6 @@ func (w *walker) object(s *schema, path string, depth int) error {
 	}
 	_, err := w.dec.ReadToken() // }, or the error that ended the object
 	return w.syntax(err)
-}
-
-// keySet is the keys an object has given so far: a list while they are few,
-// as a request's objects' keys are, and a map beyond, so that an object of
-// many keys costs no more than linear time.
-type keySet struct {
-	few  []string
-	many map[string]struct{}
-}
-
-// add adds key, reporting false when the set held it already.
-func (k *keySet) add(key string) bool {
-	if k.many != nil {
-		if _, ok := k.many[key]; ok {
-			return false
-		}
-		k.many[key] = struct{}{}
-		return true
-	}
-	if slices.Contains(k.few, key) {
-		return false
-	}
-	if len(k.few) < 16 {
-		k.few = append(k.few, key)
-		return true
-	}
-	k.many = make(map[string]struct{}, 2*len(k.few))
-	for _, f := range k.few {
-		k.many[f] = struct{}{}
-	}
-	k.many[key] = struct{}{}
-	return true
 }
 
 func orFree(s *schema) *schema {

@@ -11,8 +11,8 @@ import (
 )
 
 // TestCheckStrictKeys: a repeated key is found wherever it falls in an
-// object, among a few keys (kept in a list) or many (kept in a map), and
-// an object of many distinct keys passes.
+// object, among a few keys or many (jsontext keeps up to 64 names in a
+// list, more in a map), and an object of many distinct keys passes.
 func TestCheckStrictKeys(t *testing.T) {
 	object := func(keys ...string) string {
 		var b strings.Builder
@@ -44,6 +44,9 @@ func TestCheckStrictKeys(t *testing.T) {
 		{"a repeat of the last kept in the list", append(keys(16), "k15"), `key "k15" appears more than once in extra: each key may be given once`},
 		{"a repeat of the first key among many", append(keys(40), "k0"), `key "k0" appears more than once in extra: each key may be given once`},
 		{"a repeat among many", append(keys(40), "k39"), `key "k39" appears more than once in extra: each key may be given once`},
+		{"a repeat of the last kept in jsontext's list", append(keys(64), "k63"), `key "k63" appears more than once in extra: each key may be given once`},
+		{"a repeat of the last as jsontext's map is made", append(keys(65), "k64"), `key "k64" appears more than once in extra: each key may be given once`},
+		{"a repeat of the first beyond jsontext's list", append(keys(100), "k0"), `key "k0" appears more than once in extra: each key may be given once`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkStrict([]byte(object(tc.keys...)), reflect.TypeFor[api.GenerateRequest]())
