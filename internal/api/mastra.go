@@ -15,6 +15,31 @@ type MastraChunk struct {
 	Payload any    `json:"payload"`
 }
 
+// MastraStart is the payload of a start chunk: the agent's name.
+type MastraStart struct {
+	ID string `json:"id"`
+}
+
+// MastraStepStart is the payload of a step-start chunk. This service sends
+// no request and no warnings there: they are empty.
+type MastraStepStart struct {
+	MessageID string   `json:"messageId"`
+	Request   struct{} `json:"request"`
+	Warnings  []any    `json:"warnings"`
+}
+
+// MastraTextBlock is the payload of a text-start chunk, and with Type
+// "text-end" of a text-end chunk: the block's id.
+type MastraTextBlock struct {
+	ID   string `json:"id"`
+	Type string `json:"type,omitempty"`
+}
+
+// The tool-call-input-streaming-start, tool-call-delta and
+// tool-call-input-streaming-end chunks carry the seed's payloads of the
+// same events (ToolCallStreamingStartPayload, ToolCallDeltaPayload,
+// ToolCallStreamingEndPayload): the seed's events are Mastra's.
+
 // MastraTextDelta is the payload of a text-delta chunk: a struct, as its
 // keys are always the same, is encoded at half the cost of a map (once
 // for every token).
@@ -29,6 +54,30 @@ type MastraToolCall struct {
 	ToolCallID string          `json:"toolCallId"`
 	ToolName   string          `json:"toolName"`
 	Args       json.RawMessage `json:"args"`
+}
+
+// MastraToolResult is the payload of a tool-result chunk: a call's
+// output, with the call's args when the stream carried the call, and
+// IsError when the call failed (Mastra's client throws on an error chunk).
+// Its keys, and MastraError's, are in the order the service has always
+// written them (a map's, sorted): golden streams hold the bytes.
+type MastraToolResult struct {
+	Args       *json.RawMessage `json:"args,omitempty"`
+	IsError    bool             `json:"isError,omitempty"`
+	Result     json.RawMessage  `json:"result"`
+	ToolCallID string           `json:"toolCallId"`
+	ToolName   string           `json:"toolName"`
+}
+
+// MastraErrorPayload is the payload of an error chunk: the run failed.
+type MastraErrorPayload struct {
+	Error MastraError `json:"error"`
+}
+
+// MastraError is why a run failed, with a code of StreamError's.
+type MastraError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // MastraStepResult says how a step or a run ended: the finish reason in

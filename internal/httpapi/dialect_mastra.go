@@ -43,7 +43,7 @@ func (d *mastraDialect) endText(out []frame) []frame {
 	if d.textID == "" {
 		return out
 	}
-	out = append(out, d.chunk("text-end", map[string]string{"type": "text-end", "id": d.textID}))
+	out = append(out, d.chunk("text-end", api.MastraTextBlock{ID: d.textID, Type: "text-end"}))
 	d.textID = ""
 	return out
 }
@@ -52,15 +52,15 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
 		d.messageID = rec.Start.MessageID
-		return append(out, d.chunk("start", map[string]string{"id": agent.Name}))
+		return append(out, d.chunk("start", api.MastraStart{ID: agent.Name}))
 	case rec.StepStart != nil:
 		d.messageID = rec.StepStart.MessageID
-		return append(out, d.chunk("step-start", map[string]any{"messageId": d.messageID, "request": map[string]any{}, "warnings": []any{}}))
+		return append(out, d.chunk("step-start", api.MastraStepStart{MessageID: d.messageID, Warnings: []any{}}))
 	case rec.Text != nil:
 		if d.textID == "" {
 			d.textID = strconv.Itoa(d.blocks)
 			d.blocks++
-			out = append(out, d.chunk("text-start", map[string]string{"id": d.textID}))
+			out = append(out, d.chunk("text-start", api.MastraTextBlock{ID: d.textID}))
 		}
 		d.text = append(d.text, rec.Text.Text...)
 		f := d.chunk("text-delta", api.MastraTextDelta{ID: d.textID, Text: rec.Text.Text})
@@ -68,26 +68,23 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 		return append(out, f)
 	case rec.InputStart != nil:
 		out = d.endText(out)
-		return append(out, d.chunk("tool-call-input-streaming-start", map[string]string{"toolCallId": rec.InputStart.CallID, "toolName": rec.InputStart.Tool}))
+		return append(out, d.chunk("tool-call-input-streaming-start", api.ToolCallStreamingStartPayload{ToolCallID: rec.InputStart.CallID, ToolName: rec.InputStart.Tool}))
 	case rec.InputDelta != nil:
 		e := rec.InputDelta
-		return append(out, d.chunk("tool-call-delta", map[string]string{"argsTextDelta": e.Delta, "toolCallId": e.CallID, "toolName": e.Tool}))
+		return append(out, d.chunk("tool-call-delta", api.ToolCallDeltaPayload{ArgsTextDelta: e.Delta, ToolCallID: e.CallID, ToolName: e.Tool}))
 	case rec.InputEnd != nil:
-		return append(out, d.chunk("tool-call-input-streaming-end", map[string]string{"toolCallId": rec.InputEnd.CallID}))
+		return append(out, d.chunk("tool-call-input-streaming-end", api.ToolCallStreamingEndPayload{ToolCallID: rec.InputEnd.CallID}))
 	case rec.Call != nil:
 		c := api.MastraToolCall{ToolCallID: rec.Call.Call.ID, ToolName: rec.Call.Call.Name, Args: rec.Call.Call.Args}
 		d.calls = append(d.calls, c)
 		return append(out, d.chunk("tool-call", c))
 	case rec.Returned != nil:
 		r := rec.Returned.Result
-		p := map[string]any{"toolCallId": r.CallID, "toolName": r.Tool, "result": r.Output}
-		for _, c := range d.calls {
-			if c.ToolCallID == r.CallID {
-				p["args"] = c.Args
+		p := api.MastraToolResult{ToolCallID: r.CallID, ToolName: r.Tool, Result: r.Output, IsError: r.Failed()}
+		for i := range d.calls {
+			if d.calls[i].ToolCallID == r.CallID {
+				p.Args = &d.calls[i].Args
 			}
-		}
-		if r.Failed() {
-			p["isError"] = true
 		}
 		return append(out, d.chunk("tool-result", p))
 	case rec.StepFinish != nil:
@@ -99,7 +96,7 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 			Metadata:   map[string]any{}, Output: d.output(e.Usage)}))
 	case rec.Failed != nil:
 		out = d.endText(out)
-		return append(out, d.chunk("error", map[string]any{"error": map[string]string{"message": rec.Failed.Message, "code": rec.Failed.Code}}))
+		return append(out, d.chunk("error", api.MastraErrorPayload{Error: api.MastraError{Code: rec.Failed.Code, Message: rec.Failed.Message}}))
 	case rec.Finished != nil:
 		out = d.endText(out)
 		u := usageOf(rec.Finished.Usage)
