@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -134,5 +135,49 @@ func TestDatabaseOutage(t *testing.T) {
 	t.Logf("the broken thread took a turn %s after the database was back", time.Since(back).Round(time.Millisecond))
 	if res, b := svc.Do(t, "GET", "/ready", ""); res.StatusCode != 200 {
 		t.Fatalf("/ready after the outage: %d %s", res.StatusCode, b)
+	}
+}
+
+// TestSmallerFindings: the probe's smaller findings, each refused with a
+// 4xx that says why. /chat held older messages to no rule (any role, any
+// number); a body declared gzip-compressed was read as plain text, so a
+// proxy that inflates it and this service would read two bodies.
+func TestSmallerFindings(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	chat := func(msgs string) (*http.Response, []byte) {
+		return svc.Post(t, "/api/agents/companionAgent/chat", `{"id":"c1","resourceId":"r","messages":[`+msgs+`]}`)
+	}
+	msg := func(role, text string) string {
+		return `{"id":"` + text + `","role":"` + role + `","parts":[{"type":"text","text":"` + text + `"}]}`
+	}
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = msg("user", fmt.Sprint("m", i))
+	}
+	for _, tc := range []struct {
+		name, msgs, want string
+	}{
+		{"a tool message", msg("tool", "t") + "," + msg("user", "u"), `messages[0].role must be \"user\", \"assistant\" or \"system\", not \"tool\"`},
+		{"an unknown role", msg("hacker", "h") + "," + msg("user", "u"), `not \"hacker\"`},
+		{"too many messages", strings.Join(many, ","), "messages holds 101 messages, more than the limit of 100 (-max-messages)"},
+	} {
+		res, b := chat(tc.msgs)
+		if res.StatusCode != 400 || !strings.Contains(string(b), tc.want) {
+			t.Errorf("chat with %s: %d %.300s, want 400 saying %s", tc.name, res.StatusCode, b, tc.want)
+		}
+	}
+	if res, b := chat(msg("assistant", "a") + "," + msg("user", "u")); res.StatusCode != 200 {
+		t.Errorf("a chat within the rules: %d %.300s", res.StatusCode, b)
+	}
+
+	body := `{"threadId":"enc","resourceId":"r","messages":[{"role":"user","content":"Hi"}]}`
+	for _, tc := range []struct {
+		encoding string
+		status   int
+	}{{"gzip", 415}, {"br", 415}, {"identity", 200}} {
+		res, b := svc.DoHeader(t, "POST", "/api/agents/companionAgent/generate", body, http.Header{"Content-Encoding": {tc.encoding}})
+		if res.StatusCode != tc.status || (tc.status == 415 && !strings.Contains(string(b), "send the body uncompressed")) {
+			t.Errorf("a plain body declared %s: %d %s, want %d", tc.encoding, res.StatusCode, b, tc.status)
+		}
 	}
 }

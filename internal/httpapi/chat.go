@@ -70,6 +70,19 @@ func (s *Server) chatRun(r *http.Request, req api.ChatRequest) (api.GenerateRequ
 			*h.into = vs[0]
 		}
 	}
+	// Only the newest user message is the turn's, but the others are the
+	// client's conversation all the same: they get the rules of a run's
+	// messages, so that what one route refuses no other takes.
+	if n := len(req.Messages); n > s.cfg.Limits.MaxMessages {
+		return gen, apperr.New(apperr.Invalid, "messages holds %d messages, more than the limit of %d (-max-messages): start a new chat, the thread keeps the rest", n, s.cfg.Limits.MaxMessages)
+	}
+	for i, m := range req.Messages {
+		switch m.Role {
+		case api.RoleUser, api.RoleAssistant, api.RoleSystem:
+		default:
+			return gen, apperr.New(apperr.Invalid, `messages[%d].role must be "user", "assistant" or "system", not %q`, i, clip(m.Role))
+		}
+	}
 	if req.Personality != "" && (gen.RuntimeContext == nil || gen.RuntimeContext.Metadata.Personality == "") {
 		gen.RuntimeContext = &api.RuntimeContext{Metadata: api.RuntimeMetadata{Personality: req.Personality}}
 	}

@@ -25,6 +25,14 @@ import (
 // trickles its body byte by byte must not hold a connection for ever.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	lim := s.cfg.Limits
+	// A body declared compressed would mean one thing to a proxy that
+	// inflates it and another to this service, which reads it as sent:
+	// only an uncompressed body is taken.
+	for _, ce := range r.Header.Values("Content-Encoding") {
+		if ce = strings.TrimSpace(ce); ce != "" && !strings.EqualFold(ce, "identity") {
+			return nil, apperr.New(apperr.UnsupportedMedia, "Content-Encoding %q is not accepted: send the body uncompressed", clip(ce))
+		}
+	}
 	rc := http.NewResponseController(w)
 	// Not every writer supports deadlines (a test recorder does not); the
 	// server's does.
