@@ -223,7 +223,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exc
 		return
 	}
 	b := bill(req, parts)
-	if st.Frame(frame(event{Type: "message-end", Delta: endDelta{FinishReason: finishReason(fin.Reason),
+	if st.Frame(frame(event{Type: "message-end", Delta: endDelta{FinishReason: finishReasons.Of(fin.Reason),
 		Usage: usage{BilledUnits: tokens{b.BilledInput, b.BilledOutput}, Tokens: tokens{b.Input, b.Output}, CachedTokens: b.Cached}}})) == nil {
 		_ = st.Frame("data: [DONE]\n\n")
 	}
@@ -302,28 +302,18 @@ func bill(req model.Request, parts []model.Part) Billing {
 // toModel reads a checked v2 chat request as the fake model's request. An
 // assistant message's tool plan is its text, as the fake model sees it.
 func toModel(req chatRequest) (model.Request, error) {
-	var out model.Request
-	var system []string
-	for i, m := range req.Messages {
+	out, err := upstream.ToModel(len(req.Messages), func(i int) upstream.Message { return req.Messages[i].Message }, func(i int) (string, error) {
+		m := req.Messages[i]
 		text, err := upstream.ContentText(m.Content, "content items", true)
-		if err != nil {
-			return out, fmt.Errorf("messages[%d].content: %w", i, err)
+		if err == nil && m.Role == "assistant" && len(m.ToolCalls) > 0 && m.ToolPlan != nil {
+			// The fake model reads an assistant message's tool plan as its text.
+			text = *m.ToolPlan
 		}
-		switch m.Role {
-		case "system":
-			system = append(system, text)
-		case "user":
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: text})
-		case "assistant":
-			if len(m.ToolCalls) > 0 && m.ToolPlan != nil {
-				text = *m.ToolPlan
-			}
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleAssistant, Content: text, ToolCalls: m.ModelToolCalls()})
-		case "tool":
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: text})
-		}
+		return text, err
+	}, "system")
+	if err != nil {
+		return out, err
 	}
-	out.System = strings.Join(system, "\n\n")
 	out.Tools = upstream.ToolSpecs(req.Tools)
 	if req.MaxTokens != nil {
 		out.MaxOutputTokens = *req.MaxTokens
@@ -341,22 +331,12 @@ func toolPlan(parts []model.Part) string {
 	return fmt.Sprintf("I will use %s to answer.", strings.Join(names, " and "))
 }
 
-func finishReason(r string) string {
-	switch r {
-	case model.FinishLength:
-		return "MAX_TOKENS"
-	case model.FinishToolCalls:
-		return "TOOL_CALL"
-	}
-	return "COMPLETE"
-}
+// finishReasons are Cohere's words for why an answer ended.
+var finishReasons = upstream.FinishReasons{Stop: "COMPLETE", Length: "MAX_TOKENS", ToolCalls: "TOOL_CALL"}
 
 func responseID(req model.Request) string {
 	h := fnv.New128a()
-	fmt.Fprint(h, req.System)
-	for _, m := range req.Messages {
-		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
-	}
+	upstream.HashRequest(h, req)
 	b := h.Sum(nil)
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -19,7 +19,6 @@ import (
 	"hash/fnv"
 	"io"
 	"net/http"
-	"strings"
 
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/model"
@@ -185,7 +184,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exc
 	if err != nil {
 		return
 	}
-	reason := finishReason(fin.Reason)
+	reason := finishReasons.Of(fin.Reason)
 	err = st.Frame(mk(delta{}, &reason))
 	if err == nil && withUsage {
 		u := &usage{PromptTokens: fin.Usage.InputTokens, CompletionTokens: fin.Usage.OutputTokens, TotalTokens: fin.Usage.TotalTokens}
@@ -202,25 +201,12 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, ex *upstream.Exc
 // toModel reads a chat completions request, which Check accepted, as the
 // fake model's request.
 func toModel(req chatRequest) (model.Request, error) {
-	var out model.Request
-	var system []string
-	for i, m := range req.Messages {
-		text, err := upstream.ContentText(m.Content, "content parts", false)
-		if err != nil {
-			return out, fmt.Errorf("messages[%d].content: %w", i, err)
-		}
-		switch m.Role {
-		case "system", "developer":
-			system = append(system, text)
-		case "user":
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: text})
-		case "assistant":
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleAssistant, Content: text, ToolCalls: m.ModelToolCalls()})
-		case "tool":
-			out.Messages = append(out.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: text})
-		}
+	out, err := upstream.ToModel(len(req.Messages), func(i int) upstream.Message { return req.Messages[i] }, func(i int) (string, error) {
+		return upstream.ContentText(req.Messages[i].Content, "content parts", false)
+	}, "system", "developer")
+	if err != nil {
+		return out, err
 	}
-	out.System = strings.Join(system, "\n\n")
 	out.Tools = upstream.ToolSpecs(req.Tools)
 	switch {
 	case req.MaxCompletionTokens != nil:
@@ -231,22 +217,12 @@ func toModel(req chatRequest) (model.Request, error) {
 	return out, nil
 }
 
-func finishReason(r string) string {
-	switch r {
-	case model.FinishLength:
-		return "length"
-	case model.FinishToolCalls:
-		return "tool_calls"
-	}
-	return "stop"
-}
+// finishReasons are OpenAI's words for why an answer ended.
+var finishReasons = upstream.FinishReasons{Stop: "stop", Length: "length", ToolCalls: "tool_calls"}
 
 func responseID(req model.Request) string {
 	h := fnv.New64a()
-	fmt.Fprint(h, req.System)
-	for _, m := range req.Messages {
-		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
-	}
+	upstream.HashRequest(h, req)
 	return fmt.Sprintf("%016x", h.Sum64())
 }
 

@@ -3,6 +3,8 @@ package upstream
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 
 	"github.com/companionhq/companion/internal/model"
@@ -103,4 +105,55 @@ func ContentText(raw json.RawMessage, parts string, documents bool) (string, err
 		}
 	}
 	return b.String(), nil
+}
+
+// FinishReasons are a provider's words for why an answer ended.
+type FinishReasons struct{ Stop, Length, ToolCalls string }
+
+// Of is the provider's word for the model's finish reason r.
+func (f FinishReasons) Of(r string) string {
+	switch r {
+	case model.FinishLength:
+		return f.Length
+	case model.FinishToolCalls:
+		return f.ToolCalls
+	}
+	return f.Stop
+}
+
+// HashRequest writes what identifies a request's conversation into h: the
+// fakes derive a response id from it, the same for the same request.
+func HashRequest(h io.Writer, req model.Request) {
+	fmt.Fprint(h, req.System)
+	for _, m := range req.Messages {
+		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
+	}
+}
+
+// ToModel reads n messages of a chat request as the fake model's request:
+// at(i) is the i'th message and text(i) its text; the texts of the
+// messages whose role is among systemRoles join its System, the others are
+// its messages.
+func ToModel(n int, at func(i int) Message, text func(i int) (string, error), systemRoles ...string) (model.Request, error) {
+	var out model.Request
+	var system []string
+	for i := range n {
+		m := at(i)
+		t, err := text(i)
+		if err != nil {
+			return out, fmt.Errorf("messages[%d].content: %w", i, err)
+		}
+		switch {
+		case slices.Contains(systemRoles, m.Role):
+			system = append(system, t)
+		case m.Role == "user":
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleUser, Content: t})
+		case m.Role == "assistant":
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleAssistant, Content: t, ToolCalls: m.ModelToolCalls()})
+		case m.Role == "tool":
+			out.Messages = append(out.Messages, model.Message{Role: model.RoleTool, ToolCallID: m.ToolCallID, Content: t})
+		}
+	}
+	out.System = strings.Join(system, "\n\n")
+	return out, nil
 }

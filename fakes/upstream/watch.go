@@ -1,11 +1,12 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"sync"
+
+	"github.com/companionhq/companion/internal/model/replay"
 )
 
 // Watch returns a transport that sends each request on through next and
@@ -25,7 +26,7 @@ type watched struct {
 }
 
 func (w *watched) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := requestBody(req)
+	body, err := replay.ReadBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -84,27 +85,4 @@ func (b *watchedBody) left() {
 	if !ended {
 		b.core.gone(b.ex)
 	}
-}
-
-// requestBody reads r's body and leaves r able to send it.
-func requestBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil || r.Body == http.NoBody {
-		return nil, nil
-	}
-	if r.GetBody != nil {
-		rc, err := r.GetBody()
-		if err != nil {
-			return nil, err
-		}
-		defer rc.Close()
-		return io.ReadAll(rc)
-	}
-	b, err := io.ReadAll(r.Body)
-	r.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	r.Body = io.NopCloser(bytes.NewReader(b))
-	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	return b, nil
 }

@@ -360,15 +360,17 @@ func CassetteName(provider, method, rawURL string, body []byte) string {
 // host are not compared. With go-vcr's own recorder, it matches a
 // cassette.Request i as Matcher(r, replay.Request(i)).
 func Matcher(r *http.Request, i Request) bool {
-	body, err := readBody(r)
+	body, err := ReadBody(r)
 	if err != nil {
 		return false
 	}
 	return normalise(r.Method, r.URL.String(), body).same(normalise(i.Method, i.URL, []byte(i.Body)))
 }
 
-// readBody reads r's body and leaves r able to send it again.
-func readBody(r *http.Request) ([]byte, error) {
+// ReadBody reads r's body and leaves r able to send it again: what a
+// transport that looks at requests before sending them needs (the
+// recorder, the replayer, and the fakes' watch of a transport).
+func ReadBody(r *http.Request) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}

@@ -57,7 +57,7 @@ func NewRecorder(dir string, source Source, next http.RoundTripper, secrets ...s
 // RoundTrip implements http.RoundTripper. A request that fails before any
 // response (a refused connection, say) leaves no cassette: nothing answered.
 func (r *Recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := readBody(req)
+	body, err := ReadBody(req)
 	if err != nil {
 		return nil, err
 	}

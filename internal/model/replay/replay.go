@@ -164,7 +164,7 @@ func (r *Replayer) Cassettes() int { return len(r.entries) }
 
 // RoundTrip implements http.RoundTripper.
 func (r *Replayer) RoundTrip(req *http.Request) (*http.Response, error) {
-	body, err := readBody(req)
+	body, err := ReadBody(req)
 	if err != nil {
 		return nil, err
 	}
