@@ -77,7 +77,7 @@ func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func(
 	return in, err
 }
 
-// streamRequest is runRequest for a stream, done aside: decoding goes deep,
+// streamRequest is runRequest for a stream, done off the stack (offstack): decoding goes deep,
 // and a stream's connection goroutine, which then follows the run for as
 // long as it lasts, would keep the stack its deepest call needed. (A
 // generate request's goroutine goes as deep in the store anyway, and

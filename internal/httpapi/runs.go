@@ -158,7 +158,7 @@ func (f *follower) next(entry runlog.Entry) bool {
 
 // decode decodes a record read from Redis (a run of another instance), or
 // logs why it cannot and returns nil. Decoding goes as deep as the record's
-// JSON, so it goes aside: the connection's goroutine waits for the run for
+// JSON, so it goes off the stack (offstack): the connection's goroutine waits for the run for
 // as long as it lasts, and would keep the stack the deepest call needed.
 func (f *follower) decode(data []byte) *run.Record {
 	var (

@@ -126,7 +126,7 @@ func (f *frameWriter) armStall() error {
 
 // commit sets the stream's headers and sends them.
 //
-// It sends them aside: net/http's writing of a response's head is the
+// It sends them off the stack (offstack): net/http's writing of a response's head is the
 // deepest call a stream makes (its frame alone is over 1 KiB), and would
 // double the stack of the connection's goroutine, which keeps that for as
 // long as the stream lasts (docs/performance.md).
