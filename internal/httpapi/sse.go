@@ -96,9 +96,11 @@ type frameWriter struct {
 	// onFirst is called once, when the first frame is flushed, and
 	// onFirstText when the first text frame is.
 	onFirst, onFirstText func()
-	// A write that the client does not take within stall fails (armStall).
+	// A write that the client does not take within stall fails
+	// (armStall); armed is when the deadline was last set.
 	rc    *http.ResponseController
 	stall time.Duration
+	armed time.Time
 }
 
 func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect, runID string, stall time.Duration) (*frameWriter, error) {
@@ -111,14 +113,21 @@ func newFrameWriter(w http.ResponseWriter, r *http.Request, d dialect, runID str
 	return f, nil
 }
 
-// armStall gives the write about to happen the stall timeout: a client
-// that stops reading would otherwise hold its stream, and its slot among
-// -max-streams, for as long as it keeps the connection open, once what is
-// written outgrows the sockets' buffers. The deadline is set before every
-// write and never cleared: no write happens between two armStalls,
-// however long the run is quiet.
+// armStall gives the write about to happen at least three quarters of the
+// stall timeout: a client that stops reading would otherwise hold its
+// stream, and its slot among -max-streams, for as long as it keeps the
+// connection open, once what is written outgrows the sockets' buffers.
+// The deadline moves only once a quarter of the timeout has passed since
+// it was last set (setting it allocates, and a stream writes dozens of
+// times a second), and is never cleared: no write happens between two
+// armStalls, however long the run is quiet.
 func (f *frameWriter) armStall() error {
-	if err := f.rc.SetWriteDeadline(time.Now().Add(f.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	now := time.Now()
+	if now.Sub(f.armed) < f.stall/4 {
+		return nil
+	}
+	f.armed = now
+	if err := f.rc.SetWriteDeadline(now.Add(f.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	return nil
