@@ -113,9 +113,11 @@ type ThreadOrder struct {
 	Ascending bool
 }
 
-// Store keeps threads and their messages. Implementations are safe for
+// Store keeps threads and their messages, and what it knows of each
+// resource across them (Knowledge). Implementations are safe for
 // concurrent use; internal/memory/memorytest is the suite they must pass.
 type Store interface {
+	Knowledge
 	// Thread returns the thread id, or ErrNotFound.
 	Thread(ctx context.Context, id string) (Thread, error)
 	// Threads returns one page of resourceID's threads and how many it has.

@@ -77,6 +77,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("BeginStoresATurnInOneTransaction", func(t *testing.T) { t.Parallel(); testBegin(t, h) })
 	t.Run("AnswerEndsTheTurn", func(t *testing.T) { t.Parallel(); testAnswerEndsTurn(t, h) })
 	t.Run("LockBeginTakesAndBegins", func(t *testing.T) { t.Parallel(); testLockBegin(t, h) })
+	runKnowledge(t, h)
 	t.Run("LockAcrossInstances", func(t *testing.T) {
 		if !h.SharedLocks {
 			t.Skip("this store serves one process: its locks are in-process")

@@ -202,6 +202,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	b.Queue(`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`)
 	b.Queue(`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`)
 	b.Queue(`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`)
+	b.Queue(`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`)
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("checking the schema: %w", err)
 	}
@@ -863,13 +864,18 @@ func (t *turn) Delete(ctx context.Context) error {
 	// implicit transaction, as in Answer.
 	var b pgx.Batch
 	b.Queue(holdSQL, t.id, t.owner)
+	b.Queue(`DELETE FROM working_memory WHERE scope = $1 AND key = $2`, memory.ScopeThread, t.id)
 	b.Queue(`DELETE FROM threads WHERE id = $1`, t.id)
 	err := readBatch(t.s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
 			return t.leaseErr(err)
 		}
-		_, err := br.Exec()
-		return err
+		for range 2 {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)

@@ -303,6 +303,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`,
 		`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`,
 		`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`,
+		`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`,
 	} {
 		rows, err := s.db.QueryContext(ctx, q)
 		if err != nil {
@@ -754,6 +755,9 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 
 func (t *turn) Delete(ctx context.Context) error {
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM working_memory WHERE scope = ? AND key = ?`, memory.ScopeThread, t.id); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, t.id)
 		return err
 	})
