@@ -2,6 +2,7 @@ package memorytest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,9 @@ func runKnowledge(t *testing.T, h Harness) {
 	t.Run("WorkingMemoryKeepsVersions", func(t *testing.T) { t.Parallel(); testWorkingMemory(t, h) })
 	t.Run("WorkingMemoryUpdatesSeeEachOther", func(t *testing.T) { t.Parallel(); testWorkingMemoryConcurrent(t, h) })
 	t.Run("DeleteThreadDropsItsWorkingMemory", func(t *testing.T) { t.Parallel(); testDeleteThreadWorkingMemory(t, h) })
+	t.Run("SearchFindsMessagesOfAResource", func(t *testing.T) { t.Parallel(); testSearch(t, h) })
+	t.Run("SearchKeepsResourcesApart", func(t *testing.T) { t.Parallel(); testSearchResources(t, h) })
+	t.Run("SearchIndexFollowsTurns", func(t *testing.T) { t.Parallel(); testSearchFollowsTurns(t, h) })
 }
 
 // supported skips the test when err says the store does not do this yet.
@@ -194,5 +198,213 @@ func testDeleteThreadWorkingMemory(t *testing.T, h Harness) {
 	}
 	if wm, _ := s.WorkingMemory(ctx, memory.ScopeResource, "t"); wm.Content != "a resource named like the thread" {
 		t.Fatalf("a resource's working memory: %+v", wm)
+	}
+}
+
+// seedThread stores texts as the messages of thread id, owned by owner,
+// one turn's Append; the message ids are id-1, id-2, ...
+func seedThread(t *testing.T, s memory.Store, id, owner, title string, texts ...string) {
+	t.Helper()
+	turn := lock(t, s, id)
+	defer turn.Unlock()
+	open(t, turn, id, owner)
+	var msgs []memory.Message
+	for i, text := range texts {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, msg(fmt.Sprint(id, "-", i+1), role, text, i))
+	}
+	appendMsgs(t, turn, msgs...)
+	if title != "" {
+		if _, err := s.UpdateThread(context.Background(), id, owner, &title, nil, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func search(t *testing.T, s memory.Store, q memory.SearchQuery) []memory.SearchResult {
+	t.Helper()
+	rs, err := s.Search(context.Background(), q)
+	supported(t, err)
+	if err != nil {
+		t.Fatalf("searching %+v: %v", q, err)
+	}
+	for i := 1; i < len(rs); i++ {
+		if rs[i].Score > rs[i-1].Score {
+			t.Fatalf("searching %+v: result %d scores %v, more than the one before it (%v)", q, i, rs[i].Score, rs[i-1].Score)
+		}
+	}
+	return rs
+}
+
+// found is the ids of the messages of rs, in order.
+func found(rs []memory.SearchResult) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Message.ID
+	}
+	return strings.Join(out, " ")
+}
+
+func testSearch(t *testing.T, h Harness) {
+	s := h.open(t)
+	seedThread(t, s, "pets", "alice", "Rex",
+		"I adopted a dog named Rex last spring.",
+		"That is wonderful! How is he settling in?",
+		"He chases squirrels all day long.",
+		"Lively! A long walk every morning might tire him out.")
+	seedThread(t, s, "trip", "alice", "",
+		"My sister is getting married in Lisbon.",
+		"Congratulations to her! When is the wedding?",
+		"In June. We booked a hotel by the river.")
+	seedThread(t, s, "hotels", "alice", "", "Lisbon hotels cost a fortune in June.")
+	seedThread(t, s, "city", "alice", "", "Lisbon has seven hills and yellow trams.")
+	seedThread(t, s, "other", "bob", "", "My dog barks at the mailman.")
+
+	// A word finds its stem: "dogs" the dog (and its neighbour), with its
+	// thread's title.
+	rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "What did I tell you about dogs?", Limit: 10})
+	if found(rs) != "pets-1 pets-2" || rs[0].ThreadID != "pets" || rs[0].ThreadTitle != "Rex" || rs[0].Message.Text != "I adopted a dog named Rex last spring." ||
+		rs[0].Message.Seq != 1 || rs[0].Message.Role != "user" || !rs[0].Message.CreatedAt.Equal(base) {
+		t.Fatalf("dogs: %+v", rs)
+	}
+	// A message with more of the words comes first.
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "hotels in Lisbon", Limit: 10}); !strings.HasPrefix(found(rs), "hotels-1 ") {
+		t.Fatalf("hotels in Lisbon: %s", found(rs))
+	}
+	// A message is found through its neighbours, after the message that
+	// holds the word.
+	rs = search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "squirrels", Limit: 10})
+	if len(rs) != 3 || rs[0].Message.ID != "pets-3" || !strings.Contains(found(rs[1:]), "pets-2") || !strings.Contains(found(rs[1:]), "pets-4") {
+		t.Fatalf("squirrels: %s", found(rs))
+	}
+	// One thread, or all but one.
+	lisbon := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "Lisbon", Limit: 10})
+	if len(lisbon) < 4 {
+		t.Fatalf("Lisbon: %s", found(lisbon))
+	}
+	for _, r := range search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "Lisbon", ThreadID: "trip", Limit: 10}) {
+		if r.ThreadID != "trip" {
+			t.Fatalf("searching thread trip found %s of %s", r.Message.ID, r.ThreadID)
+		}
+	}
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "Lisbon", ThreadID: "trip", Limit: 10}); len(rs) == 0 {
+		t.Fatal("searching thread trip found nothing")
+	}
+	rs = search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "Lisbon", ExcludeThreadID: "trip", Limit: 10})
+	if found(rs) == "" {
+		t.Fatal("searching all but thread trip found nothing")
+	}
+	for _, r := range rs {
+		if r.ThreadID == "trip" {
+			t.Fatalf("searching all but thread trip found %s", r.Message.ID)
+		}
+	}
+	// At most Limit, the best first.
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "Lisbon", Limit: 2}); found(rs) != found(lisbon[:2]) {
+		t.Fatalf("the first 2: %s, want %s", found(rs), found(lisbon[:2]))
+	}
+	// Context: the messages around each result, in its thread.
+	rs = search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "squirrels", ThreadID: "pets", Limit: 1, Context: 2})
+	if found(rs) != "pets-3" || strings.Join(ids(rs[0].Before), " ") != "pets-1 pets-2" || strings.Join(ids(rs[0].After), " ") != "pets-4" ||
+		rs[0].Before[1].Text != "That is wonderful! How is he settling in?" {
+		t.Fatalf("context of squirrels: %s before %v after %v", found(rs), ids(rs[0].Before), ids(rs[0].After))
+	}
+	rs = search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "adopted", Limit: 1, Context: 1})
+	if found(rs) != "pets-1" || len(rs[0].Before) != 0 || strings.Join(ids(rs[0].After), " ") != "pets-2" {
+		t.Fatalf("context of the first message: %s before %v after %v", found(rs), ids(rs[0].Before), ids(rs[0].After))
+	}
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "adopted", Limit: 1}); len(rs[0].Before)+len(rs[0].After) != 0 {
+		t.Fatalf("no context asked, got %v and %v", ids(rs[0].Before), ids(rs[0].After))
+	}
+	// Nothing to look for: stop words, punctuation, a query's syntax.
+	for _, text := range []string{"What is it that you do?", "", "  ?!  ", `" OR * NOT ( AND`} {
+		if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: text, Limit: 10}); len(rs) != 0 {
+			t.Errorf("%q found %s", text, found(rs))
+		}
+	}
+	// Words a full-text syntax would read as operators are only words.
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: `dog" OR "mailman NOT near:(x) res:*`, Limit: 10}); found(rs) != "pets-1 pets-2" {
+		t.Errorf("a query with syntax in it found %s", found(rs))
+	}
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "dog", Limit: 0}); len(rs) != 0 {
+		t.Errorf("a limit of 0 found %s", found(rs))
+	}
+}
+
+// testSearchResources: a search finds its resource's messages, never
+// another's, whatever their ids look like.
+func testSearchResources(t *testing.T, h Harness) {
+	s := h.open(t)
+	owners := []string{"alice", "alice ", "Alice", "ålice", "", "a", "ed", "r61", "61", "alice\t", "al'ice\"OR"}
+	for i, owner := range owners {
+		seedThread(t, s, fmt.Sprint("t", i), owner, "", fmt.Sprintf("The secret of owner %d is marmalade.", i))
+	}
+	for i, owner := range owners {
+		rs := search(t, s, memory.SearchQuery{ResourceID: owner, Text: "marmalade", Limit: 100})
+		if found(rs) != fmt.Sprint("t", i, "-1") {
+			t.Errorf("owner %q found %s", owner, found(rs))
+		}
+	}
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "nobody", Text: "marmalade", Limit: 100}); len(rs) != 0 {
+		t.Errorf("a resource without threads found %s", found(rs))
+	}
+}
+
+// testSearchFollowsTurns: what a turn stores is found at once (Begin's
+// messages, Answer's reply, and the message before them through its new
+// neighbour), and what is deleted is not found any more.
+func testSearchFollowsTurns(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	q := func(text string) string {
+		t.Helper()
+		return found(search(t, s, memory.SearchQuery{ResourceID: "r", Text: text, Limit: 10}))
+	}
+	th := memory.Thread{ID: "t", ResourceID: "r", CreatedAt: base, UpdatedAt: base}
+	turn := lock(t, s, "t")
+	if _, _, err := turn.Begin(ctx, th, window, nil, func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) {
+		return []memory.Message{msg("u1", "user", "Where should I plant the tomatoes?", 0)}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := q("tomato"); got != "u1" {
+		t.Fatalf("Begin's message: found %q", got)
+	}
+	if _, _, err := turn.Answer(ctx, memory.Message{ID: "a1", Role: "assistant", Text: "Somewhere sunny, sheltered from the wind.",
+		Model: json.RawMessage(`[]`), CreatedAt: base.Add(time.Second)}, memory.Usage{}); err != nil {
+		t.Fatal(err)
+	}
+	turn.Unlock()
+	// The reply; the question through it.
+	if got := q("sunny"); got != "a1 u1" {
+		t.Fatalf("Answer's reply: found %q", got)
+	}
+	if got := q("tomatoes"); got != "u1 a1" {
+		t.Fatalf("after the reply: found %q", got)
+	}
+	turn = lock(t, s, "t")
+	appendMsgs(t, turn, msg("u2", "user", "And the basil?", 2), msg("u3", "user", "It wilts.", 3))
+	if got := q("basil"); got != "u2 a1 u3" && got != "u2 u3 a1" {
+		t.Fatalf("an append: found %q", got)
+	}
+	if got := q("tomatoes"); got != "u1 a1" {
+		t.Fatalf("the second neighbour of a message counts for nothing: found %q", got)
+	}
+	if err := turn.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	turn.Unlock()
+	for _, w := range []string{"tomatoes", "sunny", "basil", "wilts"} {
+		if got := q(w); got != "" {
+			t.Fatalf("%s after the thread was deleted: found %q", w, got)
+		}
+	}
+	// A thread of the same id starts afresh.
+	seedThread(t, s, "t", "r", "", "Cucumbers need water.")
+	if got := q("cucumbers tomatoes"); got != "t-1" {
+		t.Fatalf("a new thread of the same id: found %q", got)
 	}
 }

@@ -1035,8 +1035,9 @@ func jsonEqual(a, b json.RawMessage) bool {
 // CheckUpgradedFromVersion1 checks a store opened on a database written by
 // schema version 1 with the same rows in each store's test: thread "t"
 // with a user message "héllo" and a reply "Hi", and thread "empty". After
-// the upgrade a message counts its text and model messages, and the user's
-// became one model message of its role and text.
+// the upgrade a message counts its text and model messages, the user's
+// became one model message of its role and text, and both are in the
+// recall index.
 func CheckUpgradedFromVersion1(t testing.TB, s memory.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -1056,5 +1057,14 @@ func CheckUpgradedFromVersion1(t testing.TB, s memory.Store) {
 		if err != nil || th.Bytes != w {
 			t.Errorf("thread %s stores %d bytes (%v), want %d", id, th.Bytes, err, w)
 		}
+	}
+	// The messages stored before the recall index are in it: the user's,
+	// and the reply through it.
+	rs, err := s.Search(ctx, memory.SearchQuery{ResourceID: "r", Text: "héllo", Limit: 10})
+	if errors.Is(err, errors.ErrUnsupported) {
+		return
+	}
+	if err != nil || found(rs) != "u1 a1" {
+		t.Errorf("searching the messages stored before the upgrade found %q (%v), want u1 a1", found(rs), err)
 	}
 }

@@ -49,7 +49,7 @@ type Store struct {
 	probing *probe
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
-	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
+	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stIndex, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writes commit in groups, led by one of their writers
@@ -164,6 +164,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stKnown, knownSQL},
 		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq, resource_id`},
 		{&s.stInsertMessage, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.stIndex, indexSQL},
 		{&s.stAnswer, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING ` + messageCols},
 		{&s.stUsage, `INSERT INTO usage (resource_id, day, tokens, cost) VALUES (?, ?, ?, ?)
 			ON CONFLICT (resource_id, day) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
@@ -304,6 +305,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`,
 		`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`,
 		`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`,
+		`SELECT rowid FROM messages_fts WHERE messages_fts MATCH '{res text near}: ping' LIMIT 1`,
 	} {
 		rows, err := s.db.QueryContext(ctx, q)
 		if err != nil {
@@ -758,6 +760,9 @@ func (t *turn) Delete(ctx context.Context) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM working_memory WHERE scope = ? AND key = ?`, memory.ScopeThread, t.id); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE thread_id = ?)`, t.id); err != nil {
+			return err
+		}
 		_, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, t.id)
 		return err
 	})
@@ -767,8 +772,9 @@ func (t *turn) Delete(ctx context.Context) error {
 	return nil
 }
 
-// appendTx numbers msgs after the thread's last message and inserts them;
-// it returns them as stored, and the thread's owner.
+// appendTx numbers msgs after the thread's last message, inserts them and
+// indexes them for search (indexSQL); it returns them as stored, and the
+// thread's owner.
 func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, string, error) {
 	var latest, size int64
 	for _, m := range msgs {
@@ -794,6 +800,9 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 			return nil, "", fmt.Errorf("storing message %q: %w", m.ID, err)
 		}
 		out[i] = m
+	}
+	if _, err := tx.StmtContext(ctx, s.stIndex).ExecContext(ctx, resourceToken(owner), threadID, first-1, last); err != nil {
+		return nil, "", fmt.Errorf("indexing messages: %w", err)
 	}
 	return out, owner, nil
 }
@@ -836,18 +845,27 @@ func scanMessages(rows *sql.Rows, err error) ([]memory.Message, error) {
 	defer rows.Close()
 	var out []memory.Message
 	for rows.Next() {
-		var m memory.Message
-		var model string
-		var created int64
-		if err := rows.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &model, &m.Pending, &m.RunID, &created); err != nil {
-			return nil, fmt.Errorf("reading a message: %w", err)
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
 		}
-		m.Model = json.RawMessage(model)
-		m.CreatedAt = time.UnixMicro(created).UTC()
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading messages: %w", err)
 	}
 	return out, nil
+}
+
+// scanMessage reads the columns of more, then a message's (messageCols).
+func scanMessage(r scanner, more ...any) (memory.Message, error) {
+	var m memory.Message
+	var model string
+	var created int64
+	if err := r.Scan(append(more, &m.Seq, &m.ID, &m.Role, &m.Text, &model, &m.Pending, &m.RunID, &created)...); err != nil {
+		return m, fmt.Errorf("reading a message: %w", err)
+	}
+	m.Model = json.RawMessage(model)
+	m.CreatedAt = time.UnixMicro(created).UTC()
+	return m, nil
 }
