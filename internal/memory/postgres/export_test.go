@@ -21,12 +21,19 @@ const (
 	AnsweredSQL = answeredSQL
 	NumberSQL   = numberSQL
 	UsedSQL     = usedSQL
+	IndexSQL    = indexSQL
 )
 
 var InsertMessageSQL = insertMessageSQL
+
+// SearchSQL is Search's statement.
+var SearchSQL = searchSQL
 
 // Pool is the connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // PresenceKey is the key of the instance's presence lock now, 0 for none.
 func (s *Store) PresenceKey() int32 { return s.presence.key.Load() }
+
+// ResourceLexeme is the lexeme of a resource in the recall index.
+func ResourceLexeme(resourceID string) string { return resourceLexeme(resourceID) }

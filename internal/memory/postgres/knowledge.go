@@ -128,11 +128,6 @@ func scanWorkingMemory(r pgx.Row) (memory.WorkingMemory, error) {
 	return wm, nil
 }
 
-// Search implements memory.Knowledge.
-func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
-	return nil, errNotYet
-}
-
 // Import implements memory.Knowledge.
 func (s *Store) Import(ctx context.Context, threads []memory.ImportThread, check memory.ImportCheck) (int, error) {
 	return 0, errNotYet

@@ -203,6 +203,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	b.Queue(`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`)
 	b.Queue(`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`)
 	b.Queue(`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`)
+	b.Queue(`SELECT thread_id, seq, resource_id, doc FROM message_search LIMIT 1`)
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
 		return fmt.Errorf("checking the schema: %w", err)
 	}
@@ -930,15 +931,27 @@ func collectKnown(rows pgx.Rows, err error) (map[string]bool, error) {
 const copyThreshold = 64
 
 // appendCommit numbers msgs (which may be none) after the thread's last
-// message, inserts them and commits the transaction open on conn: one round
-// trip, or two with COPY for many messages.
+// message, inserts them, indexes them for search and commits the
+// transaction open on conn: one round trip, or three with COPY for many
+// messages (the numbering; the copy; the index and COMMIT).
 func appendCommit(ctx context.Context, conn *pgxpool.Conn, threadID string, msgs []memory.Message) ([]memory.Message, error) {
 	if len(msgs) >= copyThreshold {
 		out, err := copyMessages(ctx, conn, threadID, msgs)
 		if err != nil {
 			return nil, err
 		}
-		return out, committed(conn.Exec(ctx, `COMMIT`))
+		var b pgx.Batch
+		b.Queue(indexSQL, threadID, len(msgs))
+		b.Queue(`COMMIT`)
+		if err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("indexing messages: %w", err)
+			}
+			return committed(br.Exec())
+		}); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	var b pgx.Batch
 	var read func(br pgx.BatchResults) ([]memory.Message, error)
@@ -968,16 +981,17 @@ var (
 )
 
 // queueAppend queues onto b the statements that number msgs after the
-// thread's last message and insert them; read reads their results from the
-// batch's, in the order queued. Each message's seq is computed by the
-// server from the thread's new last_seq, so the inserts need not wait for
-// the numbering's answer.
+// thread's last message, insert them and index them for search (indexSQL);
+// read reads their results from the batch's, in the order queued. Each
+// message's seq is computed by the server from the thread's new last_seq,
+// so the inserts need not wait for the numbering's answer.
 func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read func(br pgx.BatchResults) ([]memory.Message, error)) {
 	latest, size := extent(msgs)
 	b.Queue(numberSQL, len(msgs), memory.AsStored(latest), threadID, size)
 	for i, m := range msgs {
 		b.Queue(insertMessageSQL, threadID, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, memory.AsStored(m.CreatedAt), int64(len(msgs)-1-i))
 	}
+	b.Queue(indexSQL, threadID, len(msgs))
 	return func(br pgx.BatchResults) ([]memory.Message, error) {
 		var last int64
 		err := br.QueryRow().Scan(&last)
@@ -992,6 +1006,9 @@ func queueAppend(b *pgx.Batch, threadID string, msgs []memory.Message) (read fun
 			if _, err := br.Exec(); err != nil {
 				return nil, fmt.Errorf("storing message %q: %w", m.ID, err)
 			}
+		}
+		if _, err := br.Exec(); err != nil {
+			return nil, fmt.Errorf("indexing messages: %w", err)
 		}
 		return out, nil
 	}
@@ -1072,18 +1089,21 @@ func queryMessages(ctx context.Context, q querier, query string, args ...any) ([
 }
 
 func collectMessages(rows pgx.Rows) ([]memory.Message, error) {
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Message, error) {
-		var m memory.Message
-		var model []byte
-		if err := r.Scan(&m.Seq, &m.ID, &m.Role, &m.Text, &model, &m.Pending, &m.RunID, &m.CreatedAt); err != nil {
-			return m, err
-		}
-		m.Model = json.RawMessage(model)
-		m.CreatedAt = m.CreatedAt.UTC()
-		return m, nil
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Message, error) { return scanMessage(r) })
 	if err != nil {
 		return nil, fmt.Errorf("reading messages: %w", err)
 	}
 	return out, nil
+}
+
+// scanMessage reads the columns of more, then a message's (messageCols).
+func scanMessage(r pgx.Row, more ...any) (memory.Message, error) {
+	var m memory.Message
+	var model []byte
+	if err := r.Scan(append(more, &m.Seq, &m.ID, &m.Role, &m.Text, &model, &m.Pending, &m.RunID, &m.CreatedAt)...); err != nil {
+		return m, err
+	}
+	m.Model = json.RawMessage(model)
+	m.CreatedAt = m.CreatedAt.UTC()
+	return m, nil
 }

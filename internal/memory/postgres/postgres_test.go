@@ -21,9 +21,10 @@ import (
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
-// harness's Settle analyses the seeded tables, as autovacuum does after a
-// bulk load, so that the benchmarks measure the plans of a deployment's
-// analysed tables. The plans each connection then caches are made for a
+// harness's Settle vacuums and analyses the seeded tables, as autovacuum
+// does after a bulk load, so that the benchmarks measure the plans of a
+// deployment's analysed tables (and a recall index whose GIN pending list
+// was merged). The plans each connection then caches are made for a
 // messages table of one page (a seeded 10-message thread), and stay while
 // BenchmarkTurn grows it by thousands of rows; the store's connections
 // plan without sequential scans, so they stay index lookups
@@ -37,7 +38,7 @@ func harness() memorytest.Harness {
 			return func(ctx context.Context) (memory.Store, error) { return postgres.Open(ctx, url) }
 		},
 		Settle: func(tb testing.TB, s memory.Store) {
-			if _, err := s.(*postgres.Store).Pool().Exec(context.Background(), `VACUUM ANALYZE threads, messages`); err != nil {
+			if _, err := s.(*postgres.Store).Pool().Exec(context.Background(), `VACUUM ANALYZE threads, messages, message_search`); err != nil {
 				tb.Fatal(err)
 			}
 		},
@@ -637,6 +638,7 @@ func TestPlansOutlastTinyTables(t *testing.T) {
 		{"insert", postgres.InsertMessageSQL, "threads", func(th string, i int) string {
 			return fmt.Sprintf(`'%s', 'x%d', 'assistant', 'hello', '[]', false, '', now(), 0`, th, i)
 		}},
+		{"index", postgres.IndexSQL, "messages", func(th string, _ int) string { return `'` + th + `', 1` }},
 		{"answered", postgres.AnsweredSQL, "messages", func(th string, _ int) string { return `'` + th + `'` }},
 		{"used", postgres.UsedSQL, "usage", func(th string, _ int) string { return `'` + th + `', current_date` }},
 	}
@@ -865,5 +867,36 @@ func TestAnswerRetriesALostConnection(t *testing.T) {
 	}
 	if tokens, _, err := s.Used(ctx, "r", memory.Day(now)); err != nil || tokens != 5 {
 		t.Fatalf("usage counted %d times 5 tokens (%v)", tokens/5, err)
+	}
+}
+
+// TestSearchLooksUpTheResourcesMatches: a search reads, through the GIN
+// index, the matches of its resource's messages alone, not those of the
+// other resources that hold the same words.
+func TestSearchLooksUpTheResourcesMatches(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	conn := acquire(t, s)
+	execAll(t, conn,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, CASE WHEN i = 1 THEN 'mine' ELSE 'other' || i END, now(), now(), 100 FROM generate_series(1, 50) i`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
+			SELECT 't' || i, s, 'm' || s, 'user', CASE WHEN s % 10 = 0 THEN 'the garden needs rain' ELSE 'hello there' END, '[]', now() FROM generate_series(1, 50) i, generate_series(1, 100) s`,
+		`INSERT INTO message_search (thread_id, seq, resource_id, doc)
+			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id`,
+		`ANALYZE`,
+	)
+	q := `EXPLAIN (ANALYZE, FORMAT JSON) ` + postgres.SearchSQL
+	var plan []struct{ Plan explainNode }
+	if err := conn.QueryRow(ctx, q, postgres.ResourceLexeme("mine"), "garden | rain", "", "", 5).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(plan, "", " ")
+	if !strings.Contains(string(b), `"message_search_doc"`) {
+		t.Errorf("the search does not use the GIN index:\n%s", b)
+	}
+	// The resource has 10 matches, the others 490: the index finds the
+	// 10, and the table is read for those alone.
+	if read := plan[0].Plan.rowsRead("message_search"); read > 20 {
+		t.Errorf("the search reads %d rows of message_search, want its resource's 10 matches:\n%s", read, b)
 	}
 }
