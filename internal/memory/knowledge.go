@@ -53,8 +53,8 @@ type SearchQuery struct {
 	// Text is what to look for, in words; a store drops what its
 	// full-text syntax would read as operators.
 	Text string
-	// Limit is the most results; Context how many messages before and
-	// after each result come with it.
+	// Limit is the most results (none when 0 or less); Context how many
+	// messages before and after each result come with it.
 	Limit, Context int
 }
 
@@ -81,7 +81,9 @@ type ImportThread struct {
 // import may go on; an error stores nothing of the import.
 type ImportCheck func(th Thread, fresh []Message) error
 
-// Erased counts what an erasure removed.
+// Erased counts what an erasure removed: WorkingMemories counts scopes and
+// keys (each with all its versions); UsageRows the rows of the daily
+// totals, the resource's and its threads'.
 type Erased struct {
 	Threads, Messages, WorkingMemories, UsageRows int64
 }
@@ -103,7 +105,9 @@ type Knowledge interface {
 	// newest first, at most limit.
 	WorkingMemoryVersions(ctx context.Context, scope, key string, limit int) ([]WorkingMemory, error)
 	// Search returns the messages of q.ResourceID's threads that best
-	// match q.Text, from the full-text index kept with the messages.
+	// match q.Text, from the full-text index kept with the messages. A
+	// text without words to look for (SearchTerms: only stop words, or
+	// none) finds nothing.
 	Search(ctx context.Context, q SearchQuery) ([]SearchResult, error)
 	// Import adds messages to threads, creating those that do not exist,
 	// in one transaction: a message whose id its thread holds is skipped,
@@ -113,7 +117,11 @@ type Knowledge interface {
 	// stored.
 	Import(ctx context.Context, threads []ImportThread, check ImportCheck) (int, error)
 	// SetTitleIfEmpty gives thread id the title when it has none yet (a
-	// title the owner set wins), and reports whether it did.
+	// title the owner set wins), and reports whether it did (not when the
+	// thread does not exist). It leaves the thread's UpdatedAt as it is
+	// (now is not stored): a title given later (generated after a turn, or
+	// to an imported thread) is not activity, and lists by activity keep
+	// their order.
 	SetTitleIfEmpty(ctx context.Context, id, title string, now time.Time) (bool, error)
 	// EraseResource removes everything kept about resourceID, in one
 	// transaction: its threads and their messages, the search index of

@@ -22,14 +22,10 @@ func runKnowledge(t *testing.T, h Harness) {
 	t.Run("SearchFindsMessagesOfAResource", func(t *testing.T) { t.Parallel(); testSearch(t, h) })
 	t.Run("SearchKeepsResourcesApart", func(t *testing.T) { t.Parallel(); testSearchResources(t, h) })
 	t.Run("SearchIndexFollowsTurns", func(t *testing.T) { t.Parallel(); testSearchFollowsTurns(t, h) })
-}
-
-// supported skips the test when err says the store does not do this yet.
-func supported(t *testing.T, err error) {
-	t.Helper()
-	if errors.Is(err, errors.ErrUnsupported) {
-		t.Skip(err)
-	}
+	t.Run("ImportAddsWhatIsNew", func(t *testing.T) { t.Parallel(); testImport(t, h) })
+	t.Run("ImportIsCheckedBeforeItWrites", func(t *testing.T) { t.Parallel(); testImportCheck(t, h) })
+	t.Run("SetTitleIfEmpty", func(t *testing.T) { t.Parallel(); testSetTitleIfEmpty(t, h) })
+	t.Run("EraseResource", func(t *testing.T) { t.Parallel(); testEraseResource(t, h) })
 }
 
 // set is a working memory update that sets content.
@@ -50,7 +46,6 @@ func testWorkingMemory(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.open(t)
 	none, err := s.WorkingMemory(ctx, memory.ScopeResource, "alice")
-	supported(t, err)
 	if err != nil || none.Version != 0 || none.Content != "" || none.Scope != memory.ScopeResource || none.Key != "alice" {
 		t.Fatalf("working memory never written: %+v, %v", none, err)
 	}
@@ -131,10 +126,6 @@ func testWorkingMemoryConcurrent(t *testing.T, h Harness) {
 	ctx := context.Background()
 	open0 := h.Fresh(t)
 	stores := []memory.Store{mustOpen(t, open0), mustOpen(t, open0)}
-	if _, err := stores[0].WorkingMemory(ctx, memory.ScopeResource, "r"); err != nil {
-		supported(t, err)
-		t.Fatal(err)
-	}
 	const workers, each = 8, 5
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*each)
@@ -178,10 +169,6 @@ func testWorkingMemoryConcurrent(t *testing.T, h Harness) {
 func testDeleteThreadWorkingMemory(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.open(t)
-	if _, err := s.WorkingMemory(ctx, memory.ScopeThread, "t"); err != nil {
-		supported(t, err)
-		t.Fatal(err)
-	}
 	turn := lock(t, s, "t")
 	open(t, turn, "t", "alice")
 	updateWM(t, s, memory.ScopeThread, "t", "alice", base, set("one"))
@@ -228,7 +215,6 @@ func seedThread(t *testing.T, s memory.Store, id, owner, title string, texts ...
 func search(t *testing.T, s memory.Store, q memory.SearchQuery) []memory.SearchResult {
 	t.Helper()
 	rs, err := s.Search(context.Background(), q)
-	supported(t, err)
 	if err != nil {
 		t.Fatalf("searching %+v: %v", q, err)
 	}
@@ -440,4 +426,252 @@ func sameNeighbours(found, want string) bool {
 	slices.Sort(f[1:])
 	slices.Sort(w[1:])
 	return slices.Equal(f, w)
+}
+
+// imported is a message of an import: its own id, role, text and time.
+func imported(id, role, text string, at time.Time) memory.Message {
+	model, _ := json.Marshal([]map[string]string{{"role": role, "content": text}})
+	return memory.Message{ID: id, Role: role, Text: text, Model: model, Pending: true, CreatedAt: at}
+}
+
+// allow is an ImportCheck that lets every import through, and records
+// what it was shown.
+type allow struct {
+	threads []memory.Thread
+	fresh   [][]string
+}
+
+func (a *allow) check(th memory.Thread, fresh []memory.Message) error {
+	a.threads = append(a.threads, th)
+	a.fresh = append(a.fresh, ids(fresh))
+	return nil
+}
+
+func testImport(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	day := base.Add(-72 * time.Hour)
+	// One thread that exists, with a message; one that does not.
+	seedThread(t, s, "old", "alice", "Kept", "Hello there.")
+	threads := []memory.ImportThread{
+		{Thread: memory.Thread{ID: "new", ResourceID: "alice", Title: "From elsewhere", CreatedAt: day, UpdatedAt: day},
+			Messages: []memory.Message{
+				imported("n1", "user", "I collect stamps from Iceland.", day.Add(time.Minute)),
+				imported("n2", "assistant", "What a lovely hobby!", day.Add(2*time.Minute)),
+			}},
+		{Thread: memory.Thread{ID: "old", ResourceID: "alice", Title: "ignored", CreatedAt: day, UpdatedAt: day},
+			Messages: []memory.Message{
+				imported("old-1", "user", "Hello there.", day),
+				imported("o2", "user", "My parrot speaks French.", day.Add(3*time.Minute)),
+				imported("o2", "user", "The same id again.", day.Add(4*time.Minute)),
+			}},
+	}
+	var a allow
+	n, err := s.Import(ctx, threads, a.check)
+	if err != nil || n != 3 {
+		t.Fatalf("Import: %d, %v; want 3 stored", n, err)
+	}
+	// check saw each thread as stored (or as it is created) with its new messages.
+	if len(a.threads) != 2 || a.threads[0].ID != "new" || a.threads[0].ResourceID != "alice" || !a.threads[0].CreatedAt.Equal(day) || a.threads[0].Bytes != 0 ||
+		a.threads[1].ID != "old" || a.threads[1].Title != "Kept" || !a.threads[1].CreatedAt.Equal(base) ||
+		strings.Join(a.fresh[0], " ") != "n1 n2" || strings.Join(a.fresh[1], " ") != "o2" {
+		t.Fatalf("check saw %+v with %v", a.threads, a.fresh)
+	}
+	th, err := s.Thread(ctx, "new")
+	if err != nil || th.ResourceID != "alice" || th.Title != "From elsewhere" || !th.CreatedAt.Equal(day) || string(th.Metadata) != "{}" {
+		t.Fatalf("the new thread: %+v, %v", th, err)
+	}
+	msgs, total, err := s.Messages(ctx, "new", 0, 10)
+	if err != nil || total != 2 || strings.Join(ids(msgs), " ") != "n1 n2" {
+		t.Fatalf("the new thread holds %v (%d): %v", ids(msgs), total, err)
+	}
+	for i, m := range msgs {
+		if m.Seq != int64(i+1) || m.Pending || !m.CreatedAt.Equal(threads[0].Messages[i].CreatedAt) || m.Text != threads[0].Messages[i].Text {
+			t.Fatalf("imported message %d: %+v", i, m)
+		}
+	}
+	if th.Bytes != msgs[0].Size()+msgs[1].Size() {
+		t.Fatalf("the new thread counts %d bytes, want %d", th.Bytes, msgs[0].Size()+msgs[1].Size())
+	}
+	msgs, _, _ = s.Messages(ctx, "old", 0, 10)
+	if strings.Join(ids(msgs), " ") != "old-1 o2" || msgs[1].Seq != 2 || msgs[1].Text != "My parrot speaks French." {
+		t.Fatalf("the old thread holds %v", ids(msgs))
+	}
+	// Indexed at once, and the message before them finds them as its neighbours.
+	for text, want := range map[string]string{"stamps": "n1 n2", "parrot": "o2 old-1", "hobby": "n2 n1"} {
+		if got := found(search(t, s, memory.SearchQuery{ResourceID: "alice", Text: text, Limit: 10})); got != want {
+			t.Errorf("%s after the import: found %q, want %q", text, got, want)
+		}
+	}
+	// Again: nothing is new.
+	a = allow{}
+	if n, err := s.Import(ctx, threads, a.check); err != nil || n != 0 {
+		t.Fatalf("the same import again: %d, %v", n, err)
+	}
+	if strings.Join(a.fresh[0], " ")+strings.Join(a.fresh[1], " ") != "" {
+		t.Fatalf("the same import again had new messages: %v", a.fresh)
+	}
+	if _, total, _ := s.Messages(ctx, "new", 0, 10); total != 2 {
+		t.Fatalf("the same import again: the thread holds %d messages", total)
+	}
+	if got := found(search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "stamps", Limit: 10})); got != "n1 n2" {
+		t.Fatalf("stamps after the import again: found %q", got)
+	}
+	// Many messages at once, after those stored.
+	var many []memory.Message
+	for i := range 150 {
+		many = append(many, imported(fmt.Sprint("m", i), "user", fmt.Sprintf("Line%d of the diary.", i), day.Add(time.Duration(i)*time.Second)))
+	}
+	if n, err := s.Import(ctx, []memory.ImportThread{{Thread: memory.Thread{ID: "new", ResourceID: "alice", CreatedAt: day}, Messages: many}}, (&allow{}).check); err != nil || n != 150 {
+		t.Fatalf("importing 150 messages: %d, %v", n, err)
+	}
+	if msgs, total, _ := s.Messages(ctx, "new", 100, 10); total != 152 || msgs[0].ID != "m98" || msgs[0].Seq != 101 {
+		t.Fatalf("after 150 more: %d messages, %v", total, ids(msgs))
+	}
+	if got := found(search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "line0", Limit: 10})); !sameNeighbours(got, "m0 n2 m1") {
+		t.Errorf("the first of 150 imported: found %q", got)
+	}
+}
+
+// testImportCheck: a check that refuses one thread stores nothing of the
+// import; a thread of another resource is the check's to refuse.
+func testImportCheck(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	seedThread(t, s, "bobs", "bob", "", "Bob's message.")
+	threads := []memory.ImportThread{
+		{Thread: memory.Thread{ID: "mine", ResourceID: "alice", CreatedAt: base, UpdatedAt: base},
+			Messages: []memory.Message{imported("a1", "user", "Alice's first.", base)}},
+		{Thread: memory.Thread{ID: "bobs", ResourceID: "alice", CreatedAt: base, UpdatedAt: base},
+			Messages: []memory.Message{imported("x1", "user", "Into Bob's thread.", base)}},
+	}
+	var seen []string
+	ownerOnly := func(th memory.Thread, fresh []memory.Message) error {
+		seen = append(seen, th.ID+":"+th.ResourceID)
+		if th.ResourceID != "alice" {
+			return fmt.Errorf("thread %q: %w", th.ID, memory.ErrConflict)
+		}
+		return nil
+	}
+	n, err := s.Import(ctx, threads, ownerOnly)
+	if !errors.Is(err, memory.ErrConflict) || n != 0 {
+		t.Fatalf("an import the check refuses: %d, %v", n, err)
+	}
+	if strings.Join(seen, " ") != "mine:alice bobs:bob" {
+		t.Fatalf("the check saw %v", seen)
+	}
+	if _, err := s.Thread(ctx, "mine"); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("a refused import created a thread: %v", err)
+	}
+	if _, total, _ := s.Messages(ctx, "bobs", 0, 10); total != 1 {
+		t.Fatalf("a refused import stored into Bob's thread: %d messages", total)
+	}
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "first", Limit: 10}); len(rs) != 0 {
+		t.Fatalf("a refused import was indexed: %s", found(rs))
+	}
+	// Without the thread of another resource, it goes through.
+	if n, err := s.Import(ctx, threads[:1], ownerOnly); err != nil || n != 1 {
+		t.Fatalf("the import the check allows: %d, %v", n, err)
+	}
+}
+
+func testSetTitleIfEmpty(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	seedThread(t, s, "t", "alice", "", "Hi.")
+	before, _ := s.Thread(ctx, "t")
+	set, err := s.SetTitleIfEmpty(ctx, "t", "Greetings", base.Add(time.Hour))
+	if err != nil || !set {
+		t.Fatalf("a thread without a title: %v, %v", set, err)
+	}
+	th, _ := s.Thread(ctx, "t")
+	if th.Title != "Greetings" || !th.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("after the title: %+v (updated at %v before)", th, before.UpdatedAt)
+	}
+	if set, err := s.SetTitleIfEmpty(ctx, "t", "Another", base.Add(time.Hour)); err != nil || set {
+		t.Fatalf("a thread with a title: %v, %v", set, err)
+	}
+	// The title the owner sets wins, and stays.
+	chosen := "Mine"
+	if _, err := s.UpdateThread(ctx, "t", "alice", &chosen, nil, base.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if set, err := s.SetTitleIfEmpty(ctx, "t", "Generated", base.Add(time.Hour)); err != nil || set {
+		t.Fatalf("after the owner's title: %v, %v", set, err)
+	}
+	if th, _ := s.Thread(ctx, "t"); th.Title != "Mine" {
+		t.Fatalf("the owner's title became %q", th.Title)
+	}
+	if set, err := s.SetTitleIfEmpty(ctx, "missing", "x", base); err != nil || set {
+		t.Fatalf("a missing thread: %v, %v", set, err)
+	}
+}
+
+// testEraseResource: everything kept about a resource goes, in one
+// transaction, and nothing of another resource's.
+func testEraseResource(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	day := memory.Day(base)
+	for _, owner := range []string{"alice", "bob"} {
+		seedThread(t, s, owner+"-1", owner, "", "The garden needs rain.", "It does.")
+		seedThread(t, s, owner+"-2", owner, "", "The garden is dry.")
+		updateWM(t, s, memory.ScopeResource, owner, owner, base, set("likes gardens"))
+		updateWM(t, s, memory.ScopeResource, owner, owner, base, set("likes gardens a lot"))
+		updateWM(t, s, memory.ScopeThread, owner+"-1", owner, base, set("about rain"))
+		for _, th := range []string{owner + "-1", owner + "-2"} {
+			if err := s.AddUsage(ctx, memory.Usage{ResourceID: owner, ThreadID: th, Day: day, Tokens: 10, Cost: 0.1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e, err := s.EraseResource(ctx, "alice")
+	if want := (memory.Erased{Threads: 2, Messages: 3, WorkingMemories: 2, UsageRows: 3}); err != nil || e != want {
+		t.Fatalf("erasing alice: %+v, %v; want %+v", e, err, want)
+	}
+	if ths, total, err := s.Threads(ctx, "alice", memory.ThreadOrder{}, 0, 10); err != nil || total != 0 || len(ths) != 0 {
+		t.Fatalf("alice's threads after the erasure: %d, %v", total, err)
+	}
+	if _, _, err := s.Messages(ctx, "alice-1", 0, 10); !errors.Is(err, memory.ErrNotFound) {
+		t.Fatalf("alice's messages after the erasure: %v", err)
+	}
+	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "garden", Limit: 10}); len(rs) != 0 {
+		t.Fatalf("alice's index after the erasure: %s", found(rs))
+	}
+	for _, k := range [][2]string{{memory.ScopeResource, "alice"}, {memory.ScopeThread, "alice-1"}} {
+		if vs, err := s.WorkingMemoryVersions(ctx, k[0], k[1], 10); err != nil || len(vs) != 0 {
+			t.Fatalf("working memory %v after the erasure: %+v, %v", k, vs, err)
+		}
+	}
+	if n, c, err := s.Used(ctx, "alice", day); err != nil || n != 0 || c != 0 {
+		t.Fatalf("alice's usage after the erasure: %d, %v, %v", n, c, err)
+	}
+	if report, err := s.UsageBetween(ctx, "alice", day, day); err != nil || len(report) != 0 {
+		t.Fatalf("alice's usage report after the erasure: %+v, %v", report, err)
+	}
+	// Bob's is all there.
+	if _, total, err := s.Threads(ctx, "bob", memory.ThreadOrder{}, 0, 10); err != nil || total != 2 {
+		t.Fatalf("bob's threads: %d, %v", total, err)
+	}
+	if got := found(search(t, s, memory.SearchQuery{ResourceID: "bob", Text: "garden", Limit: 10})); !strings.Contains(got, "bob-1-1") || !strings.Contains(got, "bob-2-1") {
+		t.Fatalf("bob's index: found %q", got)
+	}
+	if wm, _ := s.WorkingMemory(ctx, memory.ScopeResource, "bob"); wm.Version != 2 {
+		t.Fatalf("bob's working memory: %+v", wm)
+	}
+	if wm, _ := s.WorkingMemory(ctx, memory.ScopeThread, "bob-1"); wm.Version != 1 {
+		t.Fatalf("bob's thread's working memory: %+v", wm)
+	}
+	if n, _, _ := s.Used(ctx, "bob", day); n != 20 {
+		t.Fatalf("bob's usage: %d", n)
+	}
+	// Nothing left to erase.
+	if e, err := s.EraseResource(ctx, "alice"); err != nil || e != (memory.Erased{}) {
+		t.Fatalf("erasing alice again: %+v, %v", e, err)
+	}
+	// A thread of the same id starts afresh, owned by whoever creates it.
+	seedThread(t, s, "alice-1", "carol", "", "Fresh start.")
+	if got := found(search(t, s, memory.SearchQuery{ResourceID: "carol", Text: "garden fresh", Limit: 10})); got != "alice-1-1" {
+		t.Fatalf("a new thread of an erased one's id: found %q", got)
+	}
 }

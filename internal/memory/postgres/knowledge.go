@@ -12,9 +12,6 @@ import (
 	"github.com/companionhq/companion/internal/memory"
 )
 
-// errNotYet is what the parts of memory.Knowledge not built yet return.
-var errNotYet = fmt.Errorf("postgres: %w", errors.ErrUnsupported)
-
 const (
 	workingMemoryCols = `scope, key, version, resource_id, content, updated_at`
 	// currentWorkingMemorySQL reads the current version of scope $1, key $2.
@@ -128,17 +125,164 @@ func scanWorkingMemory(r pgx.Row) (memory.WorkingMemory, error) {
 	return wm, nil
 }
 
-// Import implements memory.Knowledge.
+// Import implements memory.Knowledge: one transaction, whose first
+// round trip reads every thread and which of its messages it holds; then
+// the checks; then the writes of each thread (a batch, or for many
+// messages a COPY and a batch), the last with COMMIT.
 func (s *Store) Import(ctx context.Context, threads []memory.ImportThread, check memory.ImportCheck) (int, error) {
-	return 0, errNotYet
+	threads = memory.MergeImport(threads)
+	stored := 0
+	err := retryLost(ctx, func() error {
+		stored = 0
+		return s.within(ctx, func(conn *pgxpool.Conn) error {
+			var b pgx.Batch
+			b.Queue(`BEGIN`)
+			for _, it := range threads {
+				ids := make([]string, len(it.Messages))
+				for i, m := range it.Messages {
+					ids[i] = m.ID
+				}
+				b.Queue(threadSQL, it.Thread.ID)
+				b.Queue(knownSQL, it.Thread.ID, ids)
+			}
+			plans := make([]importPlan, len(threads))
+			if err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+				if _, err := br.Exec(); err != nil {
+					return err
+				}
+				for i, it := range threads {
+					p := importPlan{thread: memory.ImportedThread(it.Thread)}
+					cur, err := scanThread(br.QueryRow())
+					switch {
+					case err == nil:
+						p.thread, p.exists = cur, true
+					case !errors.Is(err, memory.ErrNotFound):
+						return err
+					}
+					known, err := collectKnown(br.Query())
+					if err != nil {
+						return err
+					}
+					p.fresh = memory.FreshImported(it.Messages, known)
+					plans[i] = p
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			for _, p := range plans {
+				if err := check(p.thread, p.fresh); err != nil {
+					return err
+				}
+			}
+			for _, p := range plans {
+				if err := importThread(ctx, conn, p); err != nil {
+					return err
+				}
+				stored += len(p.fresh)
+			}
+			return committed(conn.Exec(ctx, `COMMIT`))
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return stored, nil
+}
+
+// importPlan is what an import does to one thread: the thread as stored,
+// or as it is created when it does not exist, and the messages it adds.
+type importPlan struct {
+	thread memory.Thread
+	exists bool
+	fresh  []memory.Message
+}
+
+// importThread creates p's thread when it does not exist and appends its
+// messages, in the transaction open on conn.
+func importThread(ctx context.Context, conn *pgxpool.Conn, p importPlan) error {
+	var b pgx.Batch
+	if !p.exists {
+		b.Queue(`INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at)
+			VALUES ($1, $2, $3, $4::jsonb, $5, $6) ON CONFLICT (id) DO NOTHING`,
+			p.thread.ID, p.thread.ResourceID, p.thread.Title, string(p.thread.Metadata), p.thread.CreatedAt, p.thread.UpdatedAt)
+	}
+	var read func(pgx.BatchResults) ([]memory.Message, error)
+	copied := len(p.fresh) >= copyThreshold
+	if len(p.fresh) > 0 && !copied {
+		read = queueAppend(&b, p.thread.ID, p.fresh)
+	}
+	if b.Len() > 0 {
+		if err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			if !p.exists {
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("creating thread %q: %w", p.thread.ID, err)
+				}
+			}
+			if read != nil {
+				_, err := read(br)
+				return err
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if copied {
+		if _, err := copyMessages(ctx, conn, p.thread.ID, p.fresh); err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, indexSQL, p.thread.ID, len(p.fresh)); err != nil {
+			return fmt.Errorf("indexing messages: %w", err)
+		}
+	}
+	return nil
 }
 
 // SetTitleIfEmpty implements memory.Knowledge.
 func (s *Store) SetTitleIfEmpty(ctx context.Context, id, title string, now time.Time) (bool, error) {
-	return false, errNotYet
+	tag, err := s.pool.Exec(ctx, `UPDATE threads SET title = $1 WHERE id = $2 AND title = ''`, title, id)
+	if err != nil {
+		return false, fmt.Errorf("setting the title of thread %q: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
-// EraseResource implements memory.Knowledge.
+// EraseResource implements memory.Knowledge: one implicit transaction, one
+// round trip. The index rows go first, by the resource's index, so that
+// the messages' cascade finds none left to delete.
 func (s *Store) EraseResource(ctx context.Context, resourceID string) (memory.Erased, error) {
-	return memory.Erased{}, errNotYet
+	var e memory.Erased
+	err := retryLost(ctx, func() error {
+		e = memory.Erased{}
+		const threadsOf = `SELECT id FROM threads WHERE resource_id = $1`
+		var b pgx.Batch
+		b.Queue(`SELECT count(*) FROM (SELECT DISTINCT scope, key FROM working_memory
+			WHERE resource_id = $1 OR (scope = '`+memory.ScopeThread+`' AND key IN (`+threadsOf+`))) w`, resourceID)
+		b.Queue(`DELETE FROM working_memory WHERE resource_id = $1 OR (scope = '`+memory.ScopeThread+`' AND key IN (`+threadsOf+`))`, resourceID)
+		b.Queue(`DELETE FROM message_search WHERE resource_id = $1`, resourceID)
+		b.Queue(`DELETE FROM messages WHERE thread_id IN (`+threadsOf+`)`, resourceID)
+		b.Queue(`DELETE FROM threads WHERE resource_id = $1`, resourceID)
+		b.Queue(`DELETE FROM usage WHERE resource_id = $1`, resourceID)
+		b.Queue(`DELETE FROM thread_usage WHERE resource_id = $1`, resourceID)
+		return readBatch(s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+			if err := br.QueryRow().Scan(&e.WorkingMemories); err != nil {
+				return err
+			}
+			for _, n := range []*int64{nil, nil, &e.Messages, &e.Threads, &e.UsageRows, &e.UsageRows} {
+				tag, err := br.Exec()
+				if err != nil {
+					return err
+				}
+				if n != nil {
+					*n += tag.RowsAffected()
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return memory.Erased{}, fmt.Errorf("erasing resource %q: %w", resourceID, err)
+	}
+	return e, nil
 }

@@ -10,9 +10,6 @@ import (
 	"github.com/companionhq/companion/internal/memory"
 )
 
-// errNotYet is what the parts of memory.Knowledge not built yet return.
-var errNotYet = fmt.Errorf("sqlite: %w", errors.ErrUnsupported)
-
 const workingMemoryCols = `scope, key, version, resource_id, content, updated_at`
 
 // WorkingMemory implements memory.Knowledge.
@@ -111,17 +108,150 @@ func scanWorkingMemory(r scanner) (memory.WorkingMemory, error) {
 	return wm, nil
 }
 
-// Import implements memory.Knowledge.
+// Import implements memory.Knowledge, in one write of the group commits:
+// the reads and the checks of every thread first, then the writes.
 func (s *Store) Import(ctx context.Context, threads []memory.ImportThread, check memory.ImportCheck) (int, error) {
-	return 0, errNotYet
+	threads = memory.MergeImport(threads)
+	stored := 0
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		stored = 0
+		plans := make([]importPlan, len(threads))
+		for i, it := range threads {
+			p, err := s.planImport(ctx, tx, it)
+			if err != nil {
+				return err
+			}
+			if err := check(p.thread, p.fresh); err != nil {
+				return err
+			}
+			plans[i] = p
+		}
+		for _, p := range plans {
+			if !p.exists {
+				if _, err := tx.StmtContext(ctx, s.stInsertThread).ExecContext(ctx, p.thread.ID, p.thread.ResourceID, p.thread.Title,
+					string(p.thread.Metadata), p.thread.CreatedAt.UnixMicro(), p.thread.UpdatedAt.UnixMicro()); err != nil {
+					return fmt.Errorf("creating thread %q: %w", p.thread.ID, err)
+				}
+			}
+			if len(p.fresh) == 0 {
+				continue
+			}
+			if _, _, err := s.appendTx(ctx, tx, p.thread.ID, p.fresh); err != nil {
+				return err
+			}
+			stored += len(p.fresh)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return stored, nil
+}
+
+// importPlan is what an import does to one thread: the thread as stored,
+// or as it is created when it does not exist, and the messages it adds.
+type importPlan struct {
+	thread memory.Thread
+	exists bool
+	fresh  []memory.Message
+}
+
+// planImport reads the thread of it and which of its messages it holds.
+func (s *Store) planImport(ctx context.Context, tx *sql.Tx, it memory.ImportThread) (importPlan, error) {
+	p := importPlan{thread: memory.ImportedThread(it.Thread)}
+	cur, err := scanThread(tx.StmtContext(ctx, s.stThread).QueryRowContext(ctx, it.Thread.ID))
+	switch {
+	case err == nil:
+		p.thread, p.exists = cur, true
+	case !errors.Is(err, memory.ErrNotFound):
+		return p, err
+	}
+	known := map[string]bool{}
+	if p.exists {
+		ids := make([]string, len(it.Messages))
+		for i, m := range it.Messages {
+			ids[i] = m.ID
+		}
+		if known, err = knownIDs(ctx, tx.StmtContext(ctx, s.stKnown), it.Thread.ID, ids); err != nil {
+			return p, err
+		}
+	}
+	p.fresh = memory.FreshImported(it.Messages, known)
+	return p, nil
 }
 
 // SetTitleIfEmpty implements memory.Knowledge.
 func (s *Store) SetTitleIfEmpty(ctx context.Context, id, title string, now time.Time) (bool, error) {
-	return false, errNotYet
+	set := false
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE threads SET title = ? WHERE id = ? AND title = ''`, title, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		set = n == 1
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("setting the title of thread %q: %w", id, err)
+	}
+	return set, nil
 }
 
-// EraseResource implements memory.Knowledge.
+// EraseResource implements memory.Knowledge, in one write of the group
+// commits.
 func (s *Store) EraseResource(ctx context.Context, resourceID string) (memory.Erased, error) {
-	return memory.Erased{}, errNotYet
+	var e memory.Erased
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		e = memory.Erased{}
+		const threadsOf = `SELECT id FROM threads WHERE resource_id = ?1`
+		rows, err := tx.QueryContext(ctx, `DELETE FROM working_memory
+			WHERE resource_id = ?1 OR (scope = '`+memory.ScopeThread+`' AND key IN (`+threadsOf+`))
+			RETURNING scope, key`, resourceID)
+		if err != nil {
+			return err
+		}
+		erased := map[[2]string]bool{}
+		for rows.Next() {
+			var k [2]string
+			if err := rows.Scan(&k[0], &k[1]); err != nil {
+				rows.Close()
+				return err
+			}
+			erased[k] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		e.WorkingMemories = int64(len(erased))
+		for _, d := range []struct {
+			q string
+			n *int64
+		}{
+			{`DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE thread_id IN (` + threadsOf + `))`, nil},
+			{`DELETE FROM messages WHERE thread_id IN (` + threadsOf + `)`, &e.Messages},
+			{`DELETE FROM threads WHERE resource_id = ?1`, &e.Threads},
+			{`DELETE FROM usage WHERE resource_id = ?1`, &e.UsageRows},
+			{`DELETE FROM thread_usage WHERE resource_id = ?1`, &e.UsageRows},
+		} {
+			res, err := tx.ExecContext(ctx, d.q, resourceID)
+			if err != nil {
+				return err
+			}
+			if d.n != nil {
+				n, err := res.RowsAffected()
+				if err != nil {
+					return err
+				}
+				*d.n += n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return memory.Erased{}, fmt.Errorf("erasing resource %q: %w", resourceID, err)
+	}
+	return e, nil
 }
