@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"time"
 
@@ -135,6 +137,13 @@ type Input struct {
 	// MaxSteps and MaxOutputTokens lower the agent's limits when positive.
 	MaxSteps        int
 	MaxOutputTokens int
+	// Context is what the service knows that the model should (what is
+	// kept about the user, earlier conversations recalled): blocks shown
+	// after the instructions, in order.
+	Context []string
+	// Tools are offered in this run besides the agent's own (a tool bound
+	// to the run's thread and resource); a name may not repeat one of them.
+	Tools []Tool
 }
 
 // ErrRunTimeout is the cause of a run context that ended because the run
@@ -171,7 +180,8 @@ type run struct {
 	maxOut   int
 
 	system   string
-	convo    []model.Message // what the model sees next
+	specs    []model.ToolSpec // the tools on offer
+	convo    []model.Message  // what the model sees next
 	input    []Message
 	reply    []model.Message
 	steps    []Step
@@ -207,8 +217,34 @@ func (a *Agent) newRun(in Input, emit Emit) *run {
 		r.input = append(r.input, m)
 	}
 	r.system = Instructions(in.Personality, extra)
+	for _, c := range in.Context {
+		if c = strings.TrimSpace(c); c != "" {
+			r.system += "\n\n" + c
+		}
+	}
+	r.specs = a.specs
+	if len(in.Tools) > 0 {
+		r.specs = slices.Clip(a.specs)
+		for _, t := range in.Tools {
+			r.specs = append(r.specs, model.ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Parameters()})
+		}
+	}
 	r.replyID = a.cfg.NewID()
 	return r
+}
+
+// tool is the tool named name that the run offers: the agent's, or one of
+// its input's.
+func (r *run) tool(name string) (Tool, bool) {
+	if t, ok := r.a.tools[name]; ok {
+		return t, true
+	}
+	for _, t := range r.in.Tools {
+		if t.Name() == name {
+			return t, true
+		}
+	}
+	return nil, false
 }
 
 // send emits ev unless an earlier emit failed; the first failure is kept and

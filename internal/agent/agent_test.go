@@ -583,3 +583,43 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 }
+
+// TestRunContextAndTools: a run's Context follows the instructions, and its
+// Tools are offered beside the agent's and run like them.
+func TestRunContextAndTools(t *testing.T) {
+	m := &script{turns: []turn{
+		{parts: parts(toolCall("c1", "remember", `{"fact":`, `"a dog"}`), finish(model.FinishToolCalls, 5, 3))},
+		{parts: parts(text("Noted."), finish(model.FinishStop, 9, 2))},
+	}}
+	own := &echoTool{name: "remember"}
+	in := input("Remember I have a dog")
+	in.Context = []string{"<working_memory>\n- Name: Sam\n</working_memory>", "  ", "Recalled: you like dogs."}
+	in.Tools = []agent.Tool{own}
+	res, err := newAgent(t, m, &echoTool{name: "weatherTool"}).Run(context.Background(), in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.calls.Load() != 1 || res.Text() != "Noted." {
+		t.Fatalf("the run's tool ran %d times; text %q", own.calls.Load(), res.Text())
+	}
+	req := m.reqs[0]
+	if !strings.HasSuffix(req.System, "\n\n<working_memory>\n- Name: Sam\n</working_memory>\n\nRecalled: you like dogs.") {
+		t.Fatalf("system %q", req.System)
+	}
+	var names []string
+	for _, s := range req.Tools {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, ",") != "weatherTool,remember" {
+		t.Fatalf("tools on offer %v", names)
+	}
+	// Another run of the same agent is offered its own tools only.
+	m2 := &script{turns: []turn{{parts: parts(text("ok"), finish(model.FinishStop, 1, 1))}}}
+	a := newAgent(t, m2, &echoTool{name: "weatherTool"})
+	if _, err := a.Run(context.Background(), input("hi"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(m2.reqs[0].Tools) != 1 {
+		t.Fatalf("a later run is offered %d tools", len(m2.reqs[0].Tools))
+	}
+}

@@ -49,7 +49,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		return false, err
 	}
 
-	req := model.Request{System: r.system, Messages: r.convo, Tools: a.specs, MaxOutputTokens: r.maxOut}
+	req := model.Request{System: r.system, Messages: r.convo, Tools: r.specs, MaxOutputTokens: r.maxOut}
 	out := &answer{byID: map[string]*call{}}
 	// Tools still running when the step fails must not outlive it.
 	defer func() {
@@ -297,7 +297,7 @@ func parseArgs(s string) (json.RawMessage, error) {
 func (r *run) startTool(ctx context.Context, c *call) {
 	c.done = make(chan struct{})
 	a := r.a
-	t, ok := a.tools[c.name]
+	t, ok := r.tool(c.name)
 	go func() {
 		defer close(c.done)
 		ctx, span := r.startToolSpan(ctx, c, t)
