@@ -22,6 +22,11 @@ type Model interface {
 	Stream(ctx context.Context, req Request) iter.Seq2[Part, error]
 }
 
+// TitleInstructions are the instructions of a request for a thread's
+// title: a short name for a conversation, from its first exchange. The fake
+// model answers them with a title of its own making.
+const TitleInstructions = "Give this conversation a short title: at most six words, naming its subject, without quotes or a full stop. Answer with the title alone."
+
 // Roles of model messages.
 const (
 	RoleUser      = "user"

@@ -116,16 +116,27 @@ func plan(req model.Request) answer {
 	if last.Role == model.RoleUser && hasTool(req.Tools, "weatherTool") {
 		where = places(last.Content)
 	}
+	fact := ""
+	if last.Role == model.RoleUser && hasTool(req.Tools, memoryTool) {
+		fact = remembered(last.Content)
+	}
 	var a answer
 	reason := model.FinishStop
 	switch {
+	case req.System == model.TitleInstructions:
+		a.text, usage.OutputTokens, reason = cut(title(req.Messages), req.MaxOutputTokens)
+	case lastToolCall(req.Messages) == memoryTool:
+		a.text, usage.OutputTokens, reason = cut(voice.noted(remembered(lastUser(req.Messages))), req.MaxOutputTokens)
 	case last.Role == model.RoleTool:
 		a.text, usage.OutputTokens, reason = cut(voice.weather(toolResults(req.Messages)), req.MaxOutputTokens)
+	case fact != "":
+		a.calls, usage.OutputTokens = memoryCall(req, fact)
+		reason = model.FinishToolCalls
 	case len(where) > 0:
 		a.calls, usage.OutputTokens = weatherCalls(req, where)
 		reason = model.FinishToolCalls
 	default:
-		a.text, usage.OutputTokens, reason = cut(voice.reply(last.Content, previousUser(req.Messages)), req.MaxOutputTokens)
+		a.text, usage.OutputTokens, reason = cut(voice.reply(last.Content, previousUser(req.Messages), recalledFrom(req.System)), req.MaxOutputTokens)
 	}
 	usage.TotalTokens = usage.InputTokens + usage.OutputTokens
 	a.finish = &model.Finish{
@@ -274,6 +285,16 @@ func hashHex(req model.Request, salt string) string {
 		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
 	}
 	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// lastUser is the newest user message of msgs.
+func lastUser(msgs []model.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == model.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
 }
 
 func previousUser(msgs []model.Message) string {

@@ -72,15 +72,33 @@ func voiceOf(system string) voice {
 	return voices["friend"]
 }
 
-// reply answers msg, quoting it, and recalls prev when there is one.
-func (v voice) reply(msg, prev string) string {
+// reply answers msg, quoting it, and recalls prev (the thread's previous
+// user message) and recalled (from another conversation) when there are
+// some.
+func (v voice) reply(msg, prev, recalled string) string {
 	var b strings.Builder
 	b.WriteString(v.open)
 	b.WriteString(" " + v.echo + " " + quote(msg))
 	if prev != "" {
 		b.WriteString(" " + v.recall + " " + quote(prev))
 	}
+	if recalled != "" {
+		b.WriteString(" You told me before: " + quote(recalled))
+	}
 	b.WriteString(" " + v.body + " " + v.close)
+	return b.String()
+}
+
+// noted answers a message whose fact the fake has kept in working memory.
+func (v voice) noted(fact string) string {
+	var b strings.Builder
+	b.WriteString(v.open)
+	if fact != "" {
+		b.WriteString(" I'll remember that: " + quote(fact))
+	} else {
+		b.WriteString(" I'll remember that.")
+	}
+	b.WriteString(" " + v.close)
 	return b.String()
 }
 
