@@ -72,6 +72,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (a
 	authFlags(f, &cfg.Auth, def.Auth)
 	limitsFlags(f, &cfg.Limits, def.Limits)
 	storageFlags(f, &cfg.Storage, def.Storage)
+	memoryFlags(f, &cfg.Memory, def.Memory)
 	modelFlags(f, &cfg.Model, def.Model)
 	toolsFlags(f, &cfg.Tools, def.Tools)
 	telemetryFlags(f, &cfg.Telemetry, def.Telemetry)
@@ -277,6 +278,38 @@ func storageFlags(f *flags, cfg *app.StorageConfig, def app.StorageConfig) {
 		f.require(cfg.HistoryWindow >= 0, "history window must not be negative")
 		f.require(cfg.LockWait >= 0, "lock wait must not be negative")
 		f.require(cfg.HistoryBytes >= 1, "history max bytes must be at least 1")
+	})
+}
+
+// memoryFlags registers what the companion keeps of its user across
+// threads: working memory, recall and titles.
+func memoryFlags(f *flags, cfg *app.MemoryConfig, def app.MemoryConfig) {
+	var wm, recall string
+	f.str(&wm, setting{"working-memory", "COMPANION_WORKING_MEMORY", "what the model knows of the user across threads: resource (one block per resource), thread (one per thread) or off"}, def.WorkingMemory.Scope)
+	f.str(&cfg.WorkingMemoryTemplateFile, setting{"working-memory-template", "COMPANION_WORKING_MEMORY_TEMPLATE", "working memory's template: a Markdown file, or a JSON Schema (.json) whose updates are merged field by field"}, def.WorkingMemoryTemplateFile)
+	f.num(&cfg.WorkingMemory.MaxBytes, setting{"working-memory-max-bytes", "COMPANION_WORKING_MEMORY_MAX_BYTES", "most bytes working memory may hold"}, def.WorkingMemory.MaxBytes)
+	f.str(&recall, setting{"recall", "COMPANION_RECALL", "messages recalled for the model from earlier conversations: resource (the resource's other threads), thread (the thread's older messages) or off"}, def.Recall.Scope)
+	f.num(&cfg.Recall.TopK, setting{"recall-top-k", "COMPANION_RECALL_TOP_K", "most messages recalled for one turn"}, def.Recall.TopK)
+	f.num(&cfg.Recall.MessageRange, setting{"recall-message-range", "COMPANION_RECALL_MESSAGE_RANGE", "messages before and after each recalled one that come with it"}, def.Recall.MessageRange)
+	f.num(&cfg.Recall.MaxBytes, setting{"recall-max-bytes", "COMPANION_RECALL_MAX_BYTES", "most bytes of recalled messages shown to the model in one turn"}, def.Recall.MaxBytes)
+	f.boolean(&cfg.Titles, setting{"thread-titles", "COMPANION_THREAD_TITLES", "name a thread after its first exchange (the model is asked, off the reply's path)"}, def.Titles)
+	f.then(func() {
+		for _, s := range []struct {
+			name, v string
+			off     *bool
+			scope   *string
+		}{{"working memory", wm, &cfg.WorkingMemory.Off, &cfg.WorkingMemory.Scope}, {"recall", recall, &cfg.Recall.Off, &cfg.Recall.Scope}} {
+			switch s.v {
+			case "off":
+				*s.off = true
+			case "resource", "thread":
+				*s.scope = s.v
+			default:
+				f.fail(fmt.Errorf("%s must be resource, thread or off, not %q", s.name, s.v))
+			}
+		}
+		f.require(cfg.WorkingMemory.MaxBytes >= 1 && cfg.Recall.MaxBytes >= 1, "working memory max bytes and recall max bytes must be at least 1")
+		f.require(cfg.Recall.TopK >= 1 && cfg.Recall.MessageRange >= 0, "recall top k must be at least 1 and recall message range not negative")
 	})
 }
 

@@ -48,6 +48,7 @@ type App struct {
 	model   model.Model
 	tracing *sdktrace.TracerProvider
 	store   memory.Store
+	turns   *turn.Turns
 	auth    *auth.Authenticator
 	metrics http.Handler
 	api     *httpapi.Server
@@ -107,7 +108,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 			authn.Close()
 		}
 	}()
-	store, turns, err := newTurns(ctx, cfg, ag)
+	store, turns, err := newTurns(ctx, cfg, ag, m, tel, log)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +127,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		model:       m,
 		tracing:     tel.tracing,
 		store:       store,
+		turns:       turns,
 		auth:        authn,
 		metrics:     telemetry.Handler(tel.registry),
 		closeShared: sh.close,
@@ -173,9 +175,13 @@ func newInstruments(ctx context.Context, cfg TelemetryConfig) (_ instruments, er
 // by the shipped prices or cfg's prices file.
 func newAgent(cfg Config, m model.Model, tel instruments, log *slog.Logger) (*agent.Agent, error) {
 	tools := []agent.Tool{weather.New(cfg.Tools.Weather)}
-	toolNames := make([]string, 0, len(tools))
+	toolNames := make([]string, 0, len(tools)+1)
 	for _, t := range tools {
 		toolNames = append(toolNames, t.Name())
+	}
+	if !cfg.Memory.WorkingMemory.Off {
+		// Offered by the turns, run by the agent like its own.
+		toolNames = append(toolNames, turn.UpdateWorkingMemoryTool)
 	}
 	tel.metrics.Known(m.Provider(), m.ID(), toolNames...)
 	prices := pricing.Default()
@@ -210,13 +216,26 @@ func newAuth(ctx context.Context, cfg auth.Config, log *slog.Logger) (*auth.Auth
 
 // newTurns opens the store and runs the turns of its threads with ag; on
 // error, the store is closed.
-func newTurns(ctx context.Context, cfg Config, ag *agent.Agent) (memory.Store, *turn.Turns, error) {
+func newTurns(ctx context.Context, cfg Config, ag *agent.Agent, m model.Model, tel instruments, log *slog.Logger) (memory.Store, *turn.Turns, error) {
+	wm := cfg.Memory.WorkingMemory
+	if f := cfg.Memory.WorkingMemoryTemplateFile; f != "" {
+		var err error
+		if wm.Format, wm.Template, err = turn.LoadWorkingMemoryTemplate(f); err != nil {
+			return nil, nil, err
+		}
+	}
+	var titler turn.Titler
+	if cfg.Memory.Titles {
+		titler = turn.ModelTitler{Model: m}
+	}
 	store, err := OpenStore(ctx, cfg.Storage.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
 	}
 	turns, err := turn.New(turn.Config{Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
-		HistoryBytes: cfg.Storage.HistoryBytes, MaxThreadBytes: cfg.Limits.MaxThreadBytes, Quota: cfg.Limits.Quota})
+		HistoryBytes: cfg.Storage.HistoryBytes, MaxThreadBytes: cfg.Limits.MaxThreadBytes, Quota: cfg.Limits.Quota,
+		WorkingMemory: wm, Recall: cfg.Memory.Recall, Titler: titler,
+		Observer: tel.metrics, Tracer: tel.tracing.Tracer(tracerName), Logger: log})
 	if err != nil {
 		store.Close()
 		return nil, nil, err
@@ -374,6 +393,8 @@ func (a *App) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var errs []error
+	// Titles still being made write to the store: a few seconds for them.
+	_ = a.turns.WaitTitles(ctx)
 	if err := a.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}

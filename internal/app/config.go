@@ -8,6 +8,7 @@ import (
 	"github.com/companionhq/companion/internal/auth"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/limits"
+	"github.com/companionhq/companion/internal/memory"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/provider"
 	"github.com/companionhq/companion/internal/redact"
@@ -28,6 +29,7 @@ type Config struct {
 	Auth      auth.Config
 	Limits    LimitsConfig
 	Storage   StorageConfig
+	Memory    MemoryConfig
 	Model     ModelConfig
 	Tools     ToolsConfig
 	Telemetry TelemetryConfig
@@ -99,6 +101,18 @@ type StorageConfig struct {
 	HistoryBytes int
 }
 
+// MemoryConfig is what the companion keeps of its user across threads
+// and shows the model: working memory, recall, and the threads' titles.
+type MemoryConfig struct {
+	WorkingMemory turn.WorkingMemoryConfig
+	// WorkingMemoryTemplateFile, when set, replaces the default template:
+	// a Markdown block, or a JSON Schema (a .json file).
+	WorkingMemoryTemplateFile string
+	Recall                    turn.RecallConfig
+	// Titles names a thread after its first exchange.
+	Titles bool
+}
+
 // ModelConfig is the model (see provider.Config) and what one run may ask
 // of it.
 type ModelConfig struct {
@@ -155,6 +169,12 @@ func Defaults() Config {
 			HistoryWindow: turn.DefaultWindow,
 			LockWait:      turn.DefaultLockWait,
 			HistoryBytes:  turn.DefaultHistoryBytes,
+		},
+		Memory: MemoryConfig{
+			WorkingMemory: turn.WorkingMemoryConfig{Scope: memory.ScopeResource, MaxBytes: turn.DefaultWorkingMemoryMaxBytes},
+			Recall: turn.RecallConfig{Scope: memory.ScopeResource, TopK: turn.DefaultRecallTopK,
+				MessageRange: turn.DefaultRecallMessageRange, MaxBytes: turn.DefaultRecallBytes},
+			Titles: true,
 		},
 		Model: ModelConfig{
 			Config: provider.Config{

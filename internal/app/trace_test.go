@@ -153,6 +153,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
 	}
 	spans := spansOf(t, exp, caller)
 	want := `POST /api/agents/{agentId}/generate (server)
+  companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)
       chat fake (client)
@@ -220,6 +221,7 @@ func TestTraceOfAPlainReply(t *testing.T) {
 	g := decode(t, body)
 	spans := spansOf(t, exp, g.TraceID)
 	want := `POST /api/agents/{agentId}/generate (server)
+  companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)
       chat fake (client)
@@ -254,6 +256,7 @@ func TestTraceOfAToolError(t *testing.T) {
 	}
 	spans := spansOf(t, exp, start.Payload.TraceID)
 	want := `POST /api/agents/{agentId}/stream (server)
+  companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)
       chat fake (client)

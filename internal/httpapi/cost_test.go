@@ -73,7 +73,9 @@ func TestCostInEveryShape(t *testing.T) {
 	svc := apptest.Start(t, nil)
 	table := pricing.Default()
 	body := func(thread string) string {
-		return fmt.Sprintf(`{"threadId":%q,"resourceId":"payer","messages":[{"role":"user","content":"What's the weather in Berlin?"}]}`, thread)
+		// A resource of its own each: a later run of the same resource
+		// would recall the earlier ones, and see more.
+		return fmt.Sprintf(`{"threadId":%q,"resourceId":%q,"messages":[{"role":"user","content":"What's the weather in Berlin?"}]}`, thread, "payer-"+thread)
 	}
 
 	res, b := svc.Post(t, generatePath, body("cost-generate"))

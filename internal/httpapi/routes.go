@@ -55,6 +55,13 @@ func (s *Server) routes() chi.Router {
 			r.With(s.requireJSONOrText).Patch("/api/memory/threads/{threadId}", s.handleUpdateThread())
 			r.Delete("/api/memory/threads/{threadId}", s.handleDeleteThread())
 			r.Get("/api/memory/threads/{threadId}/messages", s.handleListMessages())
+			r.Get("/api/memory/threads/{threadId}/working-memory", s.handleGetWorkingMemory())
+			r.With(s.requireJSONOrText).Post("/api/memory/threads/{threadId}/working-memory", s.handleUpdateWorkingMemory())
+			r.Get("/api/memory/threads/{threadId}/working-memory/versions", s.handleWorkingMemoryVersions())
+			r.With(s.requireJSON).Post("/api/memory/threads/{threadId}/working-memory/restore", s.handleRestoreWorkingMemory())
+			r.Get("/api/memory/search", s.handleSearch())
+			r.With(s.requireJSON).Post("/api/memory/save-messages", s.handleSaveMessages())
+			r.Delete("/api/memory/resources/{resourceId}", s.handleEraseResource())
 		}
 	})
 	return r

@@ -28,6 +28,13 @@ type Threads interface {
 	UpdateThread(ctx context.Context, threadID, resourceID string, u turn.ThreadUpdate) (memory.Thread, error)
 	DeleteThread(ctx context.Context, threadID, resourceID string) error
 	Usage(ctx context.Context, resourceID string, days int) ([]memory.DayUsage, error)
+	WorkingMemory(ctx context.Context, threadID, resourceID string) (turn.WorkingMemoryView, error)
+	SetWorkingMemory(ctx context.Context, threadID, resourceID, content string) (turn.WorkingMemoryView, error)
+	WorkingMemoryVersions(ctx context.Context, threadID, resourceID string) ([]memory.WorkingMemory, error)
+	RestoreWorkingMemory(ctx context.Context, threadID, resourceID string, version int64) (turn.WorkingMemoryView, error)
+	Search(ctx context.Context, req turn.SearchRequest) (turn.SearchResults, error)
+	Import(ctx context.Context, msgs []turn.ImportMessage) ([]turn.ImportMessage, error)
+	EraseResource(ctx context.Context, resourceID string) (memory.Erased, error)
 }
 
 // answerJSON adapts a handler that returns a body or an error: the body
@@ -218,24 +225,42 @@ func (s *Server) handleDeleteThread() http.HandlerFunc {
 
 // threadParams reads {threadId}, resourceId and agentId.
 func (s *Server) threadParams(r *http.Request) (string, string, url.Values, error) {
-	raw := chi.URLParam(r, "threadId")
-	// chi matches the escaped path when there is one.
-	id, err := url.PathUnescape(raw)
+	id, err := pathParam("threadId", chi.URLParam(r, "threadId"))
 	if err != nil {
-		return "", "", nil, apperr.New(apperr.Invalid, "threadId %q is not a valid path segment", clip(raw))
-	}
-	if !utf8.ValidString(id) {
-		return "", "", nil, apperr.New(apperr.Invalid, "threadId is not valid UTF-8")
-	}
-	id = strings.TrimSpace(id)
-	if id == "" {
-		return "", "", nil, apperr.New(apperr.Invalid, "threadId must not be empty")
+		return "", "", nil, err
 	}
 	if err := checkID("threadId", id, s.cfg.Limits); err != nil {
 		return "", "", nil, err
 	}
 	q, rid, err := s.ownerQuery(r, false, "page", "perPage")
 	return id, rid, q, err
+}
+
+// pathParam is the path parameter name, raw as chi matched it: unescaped,
+// valid UTF-8, trimmed, not empty.
+func pathParam(name, raw string) (string, error) {
+	// chi matches the escaped path when there is one.
+	v, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", apperr.New(apperr.Invalid, "%s %q is not a valid path segment", name, clip(raw))
+	}
+	if !utf8.ValidString(v) {
+		return "", apperr.New(apperr.Invalid, "%s is not valid UTF-8", name)
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", apperr.New(apperr.Invalid, "%s must not be empty", name)
+	}
+	return v, nil
+}
+
+// readJSON reads r's body into v, strictly (decodeJSON).
+func (s *Server) readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeJSON(body, v, nil)
 }
 
 // ownerQuery reads the query of a threads or runs request: only its

@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 )
 
 func TestThreadsAPI(t *testing.T) {
-	svc := apptest.Start(t, nil)
+	// Without titles: the scenarios check the titles the requests set.
+	svc := apptest.Start(t, func(c *app.Config) { c.Memory.Titles = false })
 	run := func(thread, resource, msg string) {
 		t.Helper()
 		b := fmt.Sprintf(`{"threadId":%q,"resourceId":%q,"messages":[{"role":"user","content":%q}]}`, thread, resource, msg)

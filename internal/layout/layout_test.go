@@ -17,7 +17,7 @@ var mayImport = map[string][]string{
 	"cmd/companion":            {"internal/api", "internal/app", "internal/auth", "internal/client", "internal/redact", "internal/telemetry"},
 	"internal/app":             {"internal/agent", "internal/apperr", "internal/auth", "internal/httpapi", "internal/limits", "internal/memory", "internal/memory/postgres", "internal/memory/sqlite", "internal/model", "internal/model/provider", "internal/openapi", "internal/pricing", "internal/redact", "internal/runlog", "internal/telemetry", "internal/tool/weather", "internal/turn", "internal/web"},
 	"internal/httpapi":         {"internal/agent", "internal/api", "internal/apperr", "internal/auth", "internal/limits", "internal/memory", "internal/model", "internal/offstack", "internal/openapi", "internal/pricing", "internal/requestid", "internal/run", "internal/runlog", "internal/turn"},
-	"internal/telemetry":       {"internal/agent", "internal/api", "internal/httpapi", "internal/requestid", "internal/runlog"},
+	"internal/telemetry":       {"internal/agent", "internal/api", "internal/httpapi", "internal/requestid", "internal/runlog", "internal/turn"},
 	"internal/api":             {},
 	"internal/client":          {"internal/api"},
 	"internal/run":             {"internal/agent", "internal/apperr", "internal/model", "internal/pricing", "internal/runlog"},

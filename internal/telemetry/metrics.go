@@ -14,6 +14,7 @@ import (
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/runlog"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // This file holds every metric the service exports. Names follow the
@@ -58,11 +59,16 @@ type Metrics struct {
 	limited       *prometheus.CounterVec
 	sharedLimits  prometheus.Gauge
 	cost          *prometheus.CounterVec
+	recallLatency prometheus.Histogram
+	recallResults prometheus.Histogram
+	memoryUpdates *prometheus.CounterVec
+	erasures      prometheus.Counter
 }
 
 var (
 	_ agent.Observer   = (*Metrics)(nil)
 	_ httpapi.Observer = (*Metrics)(nil)
+	_ turn.Observer    = (*Metrics)(nil)
 )
 
 // NewMetrics defines the service's metrics and registers them with reg.
@@ -74,6 +80,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		firstEventBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30}
 		toolBuckets       = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 		stepBuckets       = []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20}
+		searchBuckets     = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+		resultBuckets     = []float64{0, 1, 2, 3, 4, 5, 10, 20, 50, 100}
 	)
 	model := []string{"provider", "model"}
 	m := &Metrics{
@@ -148,6 +156,24 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: namespace, Name: "cost_total",
 			Help: "What the model calls cost, in US dollars at the prices table (-prices), by provider, model and personality.",
 		}, []string{"provider", "model", "personality"}),
+		recallLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "recall_duration_seconds",
+			Help:    "Time to search a resource's conversations, for a turn's recall or the search route.",
+			Buckets: searchBuckets,
+		}),
+		recallResults: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "recall_results",
+			Help:    "Messages a recall gave the model, or a search found.",
+			Buckets: resultBuckets,
+		}),
+		memoryUpdates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "working_memory_updates_total",
+			Help: "Updates of working memory stored, by scope (resource, thread): the model's through its tool, and people's through the API.",
+		}, []string{"scope"}),
+		erasures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "resource_erasures_total",
+			Help: "Resources whose memory was erased (DELETE /api/memory/resources/{resourceId}).",
+		}),
 		sharedLimits: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "rate_limits_shared",
 			Help: "1 while the rate limits are shared through Redis, 0 while this instance limits on its own (no Redis configured, or Redis unreachable).",
@@ -156,7 +182,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.httpRequests, m.httpDuration, m.streamsOpen, m.firstEvent, m.firstText, m.runsInFlight, m.runs,
 		m.runDuration, m.runSteps, m.tokens, m.modelCalls, m.modelDuration, m.toolCalls, m.toolDuration,
-		m.limited, m.sharedLimits, m.cost,
+		m.limited, m.sharedLimits, m.cost, m.recallLatency, m.recallResults, m.memoryUpdates, m.erasures,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -195,6 +221,9 @@ func (m *Metrics) Known(provider, model string, tools ...string) {
 	}
 	for _, p := range agent.Personalities() {
 		m.cost.WithLabelValues(provider, model, string(p))
+	}
+	for _, scope := range []string{"resource", "thread"} {
+		m.memoryUpdates.WithLabelValues(scope)
 	}
 	for _, o := range []string{outcomeOK, outcomeError} {
 		m.modelCalls.WithLabelValues(provider, model, o)
@@ -334,3 +363,15 @@ func (c *runLogCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.runs, prometheus.GaugeValue, float64(s.Ended), "ended")
 	ch <- prometheus.MustNewConstMetric(c.retained, prometheus.GaugeValue, float64(s.EndedBytes))
 }
+
+// Recalled implements turn.Observer.
+func (m *Metrics) Recalled(took time.Duration, results int) {
+	m.recallLatency.Observe(took.Seconds())
+	m.recallResults.Observe(float64(results))
+}
+
+// WorkingMemoryUpdated implements turn.Observer.
+func (m *Metrics) WorkingMemoryUpdated(scope string) { m.memoryUpdates.WithLabelValues(scope).Inc() }
+
+// ResourceErased implements turn.Observer.
+func (m *Metrics) ResourceErased() { m.erasures.Inc() }

@@ -31,10 +31,13 @@ type Page[T any] struct {
 
 // Threads is the threads API: a resource's threads, their messages and
 // usage, read, changed and deleted under the same ownership as a turn.
-type Threads struct{ cfg *Config }
+type Threads struct {
+	cfg   *Config
+	turns *Turns
+}
 
 // Threads returns the threads API over the turns' store.
-func (t *Turns) Threads() *Threads { return &Threads{cfg: &t.cfg} }
+func (t *Turns) Threads() *Threads { return &Threads{cfg: &t.cfg, turns: t} }
 
 // ListThreads returns a page of resourceID's threads. Only the resource's
 // own threads are listed; a resourceId is required.

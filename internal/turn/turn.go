@@ -24,10 +24,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
@@ -80,10 +85,44 @@ type Config struct {
 	MaxThreadBytes limits.ThreadBytes
 	// Quota is what one resource's runs may use per UTC day.
 	Quota limits.Quota
+	// WorkingMemory and Recall say how the turn shows the model what is
+	// known of the user (workingmemory.go, recall.go).
+	WorkingMemory WorkingMemoryConfig
+	Recall        RecallConfig
+	// Titler names a thread after its first exchange, off the reply's
+	// path (titles.go); nil leaves threads untitled.
+	Titler Titler
+	// Observer is told about recall, working memory and erasures, for
+	// metrics; nil is none. Tracer makes their spans; nil makes none.
+	Observer Observer
+	Tracer   trace.Tracer
+	// Logger gets what goes wrong off the reply's path (a title that could
+	// not be made); nil discards.
+	Logger *slog.Logger
 	// Now and NewID are the clock and the id source; tests fix them.
 	Now   func() time.Time
 	NewID func() string
 }
+
+// Observer is told what the turns do beyond the agent, for metrics. Its
+// methods must be safe for concurrent use and must not block.
+type Observer interface {
+	// Recalled reports a recall: how long its search took, and how many
+	// messages it gave the model.
+	Recalled(took time.Duration, results int)
+	// WorkingMemoryUpdated reports a stored update of working memory of
+	// scope (memory.ScopeResource or memory.ScopeThread).
+	WorkingMemoryUpdated(scope string)
+	// ResourceErased reports that everything kept about a resource was
+	// erased.
+	ResourceErased()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Recalled(time.Duration, int) {}
+func (nopObserver) WorkingMemoryUpdated(string) {}
+func (nopObserver) ResourceErased()             {}
 
 // State is a turn as its steps see and change it.
 type State struct {
@@ -92,9 +131,12 @@ type State struct {
 	In agent.Input
 	// Now is when the turn began.
 	Now time.Time
-	// Thread is the thread as taken; held holds its turn.
+	// Thread is the thread as taken; held holds its turn; tail is the
+	// thread's history as stored (the window the model sees), read before
+	// the turn's messages were stored.
 	Thread memory.Thread
 	held   memory.Turn
+	tail   []memory.Message
 	// Result is the agent's run, once it has returned.
 	Result *agent.Result
 	// Stored are the messages of the turn as stored (see Outcome.Stored).
@@ -113,6 +155,8 @@ type Turns struct {
 	// before runs in order before the model, after in order once it has
 	// answered.
 	before, after []step
+	// titles counts the titles being made (titles.go).
+	titles sync.WaitGroup
 }
 
 // New checks cfg and returns the Turns.
@@ -126,6 +170,20 @@ func New(cfg Config) (*Turns, error) {
 	if cfg.HistoryBytes == 0 {
 		cfg.HistoryBytes = DefaultHistoryBytes
 	}
+	cfg.WorkingMemory = cfg.WorkingMemory.withDefaults()
+	cfg.Recall = cfg.Recall.withDefaults()
+	if err := errors.Join(cfg.WorkingMemory.check(), cfg.Recall.check()); err != nil {
+		return nil, fmt.Errorf("turn: %w", err)
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -138,9 +196,12 @@ func New(cfg Config) (*Turns, error) {
 		// the thread, and the thread is not held for its read.
 		{"check the quota", t.checkQuota},
 		{"take the thread", t.take},
+		{"show working memory", t.workingMemory},
+		{"recall earlier conversations", t.recall},
 	}
 	t.after = []step{
 		{"save the reply", t.saveReply},
+		{"title the thread", t.title},
 	}
 	return t, nil
 }
@@ -253,6 +314,7 @@ func (t *Turns) take(ctx context.Context, s *State) error {
 		if !answerable(in.Messages, fresh, tail) {
 			return nil, apperr.New(apperr.Conflict, "thread %q already holds every message of the request, and they have been answered: send a new message", in.ThreadID)
 		}
+		s.tail = tail
 		var err error
 		if history, err = window(tail, t.cfg.Window, t.cfg.HistoryBytes); err != nil {
 			return nil, apperr.Wrap(apperr.Internal, err, "internal server error: the details are in the server log")

@@ -218,7 +218,9 @@ func TestClientHabits(t *testing.T) {
 // 403, and reads and changes nothing.
 func TestOwnership(t *testing.T) {
 	apptest.EachDatabase(t, func(t *testing.T, db string) {
-		c := start(t, db, nil)
+		// Without titles: the test checks that no foreign request changed
+		// the thread's title.
+		c := start(t, db, func(c *app.Config) { c.Memory.Titles = false })
 		secret := "My password hint is blue-elephant."
 		c.turn(false, reqBody("private", "alice", user(secret)))
 		before := c.messages("private", "alice")

@@ -1,0 +1,193 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model"
+)
+
+// Recall gives the model, before it answers, the messages of the user's
+// other conversations that are relevant to the new message: found in the
+// store's full-text index (memory.Knowledge.Search), each with the
+// messages around it and its date, within a budget.
+
+// Defaults of RecallConfig, as Mastra's semantic recall has them.
+const (
+	DefaultRecallTopK         = 4
+	DefaultRecallMessageRange = 1
+	// DefaultRecallBytes bounds what recall adds to the model's context:
+	// about 1,000 tokens.
+	DefaultRecallBytes = 4000
+)
+
+// RecallConfig says what recall looks for.
+type RecallConfig struct {
+	// Off turns recall off.
+	Off bool
+	// TopK is how many messages are recalled, MessageRange how many
+	// around each come with it.
+	TopK, MessageRange int
+	// Scope is memory.ScopeResource (the default: the resource's other
+	// threads) or memory.ScopeThread (the thread's own messages older
+	// than its history window).
+	Scope string
+	// MaxBytes bounds the text recall adds; 0 is DefaultRecallBytes.
+	MaxBytes int
+}
+
+func (c RecallConfig) withDefaults() RecallConfig {
+	if c.TopK <= 0 {
+		c.TopK = DefaultRecallTopK
+	}
+	if c.MessageRange < 0 {
+		c.MessageRange = 0
+	}
+	if c.Scope == "" {
+		c.Scope = memory.ScopeResource
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = DefaultRecallBytes
+	}
+	return c
+}
+
+func (c RecallConfig) check() error {
+	if c.Scope != memory.ScopeResource && c.Scope != memory.ScopeThread {
+		return fmt.Errorf("recall scope %q is not resource or thread", c.Scope)
+	}
+	return nil
+}
+
+// RecallHeading opens the block of recalled messages in the model's
+// context.
+const RecallHeading = "From earlier conversations with the user (recalled from memory; each with when it was said):"
+
+// recall is a turn's step: it searches the resource's other threads (or
+// the thread's older messages) for the new user message's words and shows
+// what it finds to the model.
+func (t *Turns) recall(ctx context.Context, s *State) error {
+	cfg := t.cfg.Recall
+	if cfg.Off || s.In.ResourceID == "" {
+		return nil
+	}
+	text := lastUserText(s.In.Messages)
+	if len(memory.SearchTerms(text)) == 0 {
+		return nil
+	}
+	q := memory.SearchQuery{ResourceID: s.In.ResourceID, Text: text, Limit: cfg.TopK, Context: cfg.MessageRange}
+	shown := map[string]bool{}
+	if cfg.Scope == memory.ScopeThread {
+		q.ThreadID = s.In.ThreadID
+		// The history the model sees already: ask for more, and leave it out.
+		q.Limit += len(s.tail)
+		for _, m := range s.tail {
+			shown[m.ID] = true
+		}
+	} else {
+		q.ExcludeThreadID = s.In.ThreadID
+	}
+	started := time.Now()
+	ctx, span := t.startSpan(ctx, "recall")
+	results, err := t.cfg.Store.Search(ctx, q)
+	span.End()
+	if err != nil {
+		return storeErr(err)
+	}
+	var kept []memory.SearchResult
+	for _, r := range results {
+		if !shown[r.Message.ID] && len(kept) < cfg.TopK {
+			kept = append(kept, r)
+		}
+	}
+	t.cfg.Observer.Recalled(time.Since(started), len(kept))
+	if block := recallBlock(kept, s.Now, cfg.MaxBytes); block != "" {
+		s.In.Context = append(s.In.Context, block)
+	}
+	return nil
+}
+
+// lastUserText is the text of the newest user message of msgs.
+func lastUserText(msgs []agent.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == model.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+// recallBlock writes recalled results for the model: each with its date,
+// its thread's title, and the messages around it, while they fit in
+// maxBytes; "" when none does.
+func recallBlock(results []memory.SearchResult, now time.Time, maxBytes int) string {
+	var b strings.Builder
+	for _, r := range results {
+		var e strings.Builder
+		fmt.Fprintf(&e, "\n- On %s (%s)", r.Message.CreatedAt.UTC().Format("2 January 2006"), ago(now, r.Message.CreatedAt))
+		if r.ThreadTitle != "" {
+			fmt.Fprintf(&e, `, in the conversation %q`, r.ThreadTitle)
+		}
+		fmt.Fprintf(&e, ", %s: %q", saidBy(r.Message.Role), oneLine(r.Message.Text))
+		for _, m := range r.Before {
+			fmt.Fprintf(&e, "\n  Just before, %s: %q", saidBy(m.Role), oneLine(m.Text))
+		}
+		for _, m := range r.After {
+			fmt.Fprintf(&e, "\n  Just after, %s: %q", saidBy(m.Role), oneLine(m.Text))
+		}
+		if b.Len()+len(RecallHeading)+e.Len() > maxBytes {
+			break
+		}
+		b.WriteString(e.String())
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return RecallHeading + b.String()
+}
+
+func saidBy(role string) string {
+	if role == model.RoleAssistant {
+		return "you said"
+	}
+	return "the user said"
+}
+
+// oneLine is text on one line, shortened past a few hundred bytes.
+func oneLine(text string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	const most = 400
+	if len(text) > most {
+		cut := most
+		for cut > 0 && text[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		text = text[:cut] + "..."
+	}
+	return text
+}
+
+// ago says how long before now t was, as a person would: today,
+// yesterday, 3 days ago, 2 weeks ago, 5 months ago, a year ago.
+func ago(now, t time.Time) string {
+	days := int(now.Sub(t).Hours() / 24)
+	switch {
+	case days < 1:
+		return "today"
+	case days < 2:
+		return "yesterday"
+	case days < 14:
+		return fmt.Sprintf("%d days ago", days)
+	case days < 60:
+		return fmt.Sprintf("%d weeks ago", days/7)
+	case days < 365:
+		return fmt.Sprintf("%d months ago", days/30)
+	case days < 730:
+		return "a year ago"
+	}
+	return fmt.Sprintf("%d years ago", days/365)
+}
