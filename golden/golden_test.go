@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/api/apitest"
+	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/testkit"
 )
@@ -57,6 +59,14 @@ var cases = []goldenCase{
 	// the reply recalls the earlier turn stored in the thread.
 	{name: "recall", status: 200, before: []string{run("friend", "", msg("user", "My name is Sam."))},
 		body: run("friend", "", msg("user", "What is a good hobby for me?"))},
+	// What the companion keeps of its user: "Remember ..." makes the
+	// model update working memory through its tool; a message of another
+	// thread of the same resource is recalled, with its date, and the
+	// reply refers to it.
+	{name: "remember", status: 200, body: run("friend", "", msg("user", "Remember that my sister is called Ana."))},
+	{name: "recall-across-threads", status: 200,
+		before: []string{`{"threadId":"thread-golden-earlier","resourceId":"user-golden","messages":[` + msg("user", "My dog Max loves running on the beach.") + `]}`},
+		body:   run("wanderer", "", msg("user", "Any ideas for a day out with my dog?"))},
 	// The weather tool: one place, two places at once, and its failures.
 	{name: "weather", status: 200, body: run("friend", "", msg("user", "What's the weather in Berlin?"))},
 	{name: "weather-two-places", status: 200, body: run("guru", "", msg("user", "What's the weather in Paris and Tokyo?"))},
@@ -77,6 +87,8 @@ var (
 	uuidRE  = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 	traceRE = regexp.MustCompile(`\b[0-9a-f]{32}\b`)
 	timeRE  = regexp.MustCompile(`\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})`)
+	// dayRE is a day as recall writes it for the model ("On 2 May 2026").
+	dayRE = regexp.MustCompile(`\b\d{1,2} (January|February|March|April|May|June|July|August|September|October|November|December) \d{4}\b`)
 )
 
 // normalize replaces what differs between runs: ids become <id-N> and trace
@@ -96,6 +108,7 @@ func normalize(b []byte) []byte {
 	}
 	b = number(uuidRE, "id", b)
 	b = number(traceRE, "trace", b)
+	b = dayRE.ReplaceAll(b, []byte("1 January 2000"))
 	return timeRE.ReplaceAll(b, []byte("2000-01-01T00:00:00Z"))
 }
 
@@ -115,7 +128,9 @@ func TestGolden(t *testing.T) {
 			// database: no case recalls the turns of another, and generate
 			// and stream see the same history.
 			postAs := func(path string, h http.Header) (*http.Response, []byte) {
-				svc := apptest.Start(t, nil)
+				// Without titles: one made after a request before the case
+				// would show in what the case recalls, or not, by a race.
+				svc := apptest.Start(t, func(c *app.Config) { c.Memory.Titles = false })
 				for _, b := range tc.before {
 					if res, body := svc.Post(t, "/api/agents/companionAgent/generate", b); res.StatusCode != http.StatusOK {
 						t.Fatalf("request before the case: %d %s", res.StatusCode, body)
@@ -248,5 +263,42 @@ func TestTranscriptsObeyRules(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestGoldenMemory records what the memory routes show after a first
+// exchange that asked the companion to remember something: the thread
+// list with the title made after it (the seed's shape and Mastra's), and
+// working memory (Mastra's shape).
+func TestGoldenMemory(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	if res, body := svc.Post(t, "/api/agents/companionAgent/generate", run("guru", "", msg("user", "Remember that I am learning to play the cello."))); res.StatusCode != http.StatusOK {
+		t.Fatalf("generate: %d %s", res.StatusCode, body)
+	}
+	const list = "/api/memory/threads?resourceId=user-golden&agentId=companionAgent"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := svc.Do(t, http.MethodGet, list, "")
+		if !strings.Contains(string(body), `"title":""`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the thread got no title: %s", body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, g := range []struct {
+		name, path string
+		h          http.Header
+	}{
+		{"title", list, nil},
+		{"title-mastra", list, http.Header{"X-Stream-Format": {"mastra"}}},
+		{"working-memory", "/api/memory/threads/thread-golden/working-memory?resourceId=user-golden&agentId=companionAgent", http.Header{"X-Stream-Format": {"mastra"}}},
+	} {
+		res, body := svc.DoHeader(t, http.MethodGet, g.path, "", g.h)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", g.name, res.StatusCode, body)
+		}
+		testkit.Golden(t, filepath.Join("memory", g.name+".json"), normalize(indent(t, body)))
 	}
 }
