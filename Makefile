@@ -11,7 +11,7 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # their own so that the service's go.mod does not require what they use.
 MODULES = . deploy
 
-.PHONY: run test services golden check build fakes help up down bench-compare bench-streams load load-smoke
+.PHONY: run test services golden check build fakes help up down bench-compare bench-streams bench-recall load load-smoke
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
 run:
@@ -60,6 +60,10 @@ STREAMS ?= 10000
 STREAM_TOKEN_DELAY ?= 1s
 bench-streams:
 	$(GO) run ./tools/benchcompare -streams $(STREAMS) -stream-token-delay $(STREAM_TOKEN_DELAY) $(BENCH_FLAGS)
+
+## bench-recall: the memory search on a generated recall set (personas, sessions, labelled questions), next to plain BM25; SQLite and PostgreSQL (BENCH_FLAGS adds flags)
+bench-recall:
+	$(GO) run ./tools/benchrecall $(BENCH_FLAGS)
 
 ## load: the k6 scripts (deploy/k6; k6 built into bin/ when missing) against a local service on the fake model
 load:

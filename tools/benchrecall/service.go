@@ -1,0 +1,353 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+)
+
+// The service's side: the binary built and served on a fresh store, the
+// set imported through the memory routes, and every question asked of its
+// search, as a client would.
+
+// agentID is the one agent the service has.
+const agentID = "companionAgent"
+
+// serve measures the service on each store of cfg: a store it cannot reach
+// gets a note instead of figures.
+func serve(ctx context.Context, cfg config, set *Set, stderr io.Writer) ([]*system, error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "benchrecall-")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.keep {
+		fmt.Fprintln(stderr, "keeping", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	fmt.Fprintln(stderr, "building the service")
+	bin := filepath.Join(dir, "companion")
+	build := exec.CommandContext(ctx, goCommand(), "build", "-o", bin, "./cmd/companion")
+	build.Dir = root
+	build.Stdout, build.Stderr = stderr, stderr
+	if err := build.Run(); err != nil {
+		return nil, fmt.Errorf("building the service: %w", err)
+	}
+	var out []*system
+	for _, store := range cfg.stores {
+		s := &system{name: store}
+		dbURL, drop, err := database(ctx, store, dir, cfg.postgres)
+		if err != nil {
+			s.note = err.Error()
+			out = append(out, s)
+			continue
+		}
+		err = func() error {
+			defer drop()
+			args := append([]string{"serve", "-addr", "127.0.0.1:0", "-rate-limit", "0", "-model", "fake", "-database-url", dbURL}, cfg.serviceArgs...)
+			svc, err := start(ctx, bin, filepath.Join(dir, store+".log"), args...)
+			if err != nil {
+				return err
+			}
+			defer svc.stop()
+			fmt.Fprintf(stderr, "%s: serving at %s\n", store, svc.url)
+			c := &client{base: svc.url, http: &http.Client{Timeout: time.Minute}}
+			return c.measure(ctx, set, cfg, s, stderr)
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", store, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// database returns the URL of a fresh database of store, and what drops
+// it.
+func database(ctx context.Context, store, dir, postgres string) (string, func(), error) {
+	if store == "sqlite" {
+		return "sqlite://" + filepath.Join(dir, "recall.db"), func() {}, nil
+	}
+	if postgres == "" {
+		return "", nil, errors.New("no PostgreSQL server given (-postgres)")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u, drop, err := pgtest.NewSchema(cctx, postgres, "companion_recall_")
+	if err != nil {
+		return "", nil, fmt.Errorf("PostgreSQL unreachable (%v); `make services` starts it", err)
+	}
+	return u, func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = drop(ctx)
+	}, nil
+}
+
+// client speaks the memory routes of one service.
+type client struct {
+	base string
+	http *http.Client
+}
+
+// wireMessage is a message as save-messages takes it (Mastra's shape).
+type wireMessage struct {
+	ID         string    `json:"id"`
+	ThreadID   string    `json:"threadId"`
+	ResourceID string    `json:"resourceId"`
+	Role       string    `json:"role"`
+	Content    string    `json:"content"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// searchResponse is what the search route answers, as far as the score
+// needs it.
+type searchResponse struct {
+	Results []struct {
+		ID      string `json:"id"`
+		Context struct {
+			Before []struct {
+				ID string `json:"id"`
+			} `json:"before"`
+			After []struct {
+				ID string `json:"id"`
+			} `json:"after"`
+		} `json:"context"`
+	} `json:"results"`
+}
+
+// measure imports the set and asks every question, recording the outcomes
+// and latencies in s.
+func (c *client) measure(ctx context.Context, set *Set, cfg config, s *system, stderr io.Writer) error {
+	began := time.Now()
+	n, err := c.importSet(ctx, set, cfg.batch)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: imported %d messages in %s\n", s.name, n, time.Since(began).Round(time.Millisecond))
+	for _, q := range set.Questions {
+		hits, took, err := c.search(ctx, q.PersonaID, q.Text, cfg.limit)
+		if err != nil {
+			return fmt.Errorf("question %s: %w", q.ID, err)
+		}
+		s.outcomes = append(s.outcomes, judge(q.Evidence, hits))
+		s.latency = append(s.latency, took)
+	}
+	return nil
+}
+
+// importSet posts every persona's sessions, in order, batch messages at a
+// time, and returns how many it sent.
+func (c *client) importSet(ctx context.Context, set *Set, batch int) (int, error) {
+	sent := 0
+	for _, p := range set.Personas {
+		var msgs []wireMessage
+		for _, s := range p.Sessions {
+			for _, m := range s.Messages {
+				msgs = append(msgs, wireMessage{ID: m.ID, ThreadID: s.ID, ResourceID: p.ID, Role: m.Role, Content: m.Content, CreatedAt: m.CreatedAt})
+			}
+		}
+		for len(msgs) > 0 {
+			part := msgs[:min(batch, len(msgs))]
+			msgs = msgs[len(part):]
+			body, err := json.Marshal(map[string]any{"messages": part})
+			if err != nil {
+				return sent, err
+			}
+			if err := c.do(ctx, http.MethodPost, "/api/memory/save-messages?agentId="+agentID, body, nil); err != nil {
+				return sent, fmt.Errorf("importing %s: %w", p.ID, err)
+			}
+			sent += len(part)
+		}
+	}
+	return sent, nil
+}
+
+// search asks the search route and returns its results with their context,
+// and how long the answer took to arrive whole.
+func (c *client) search(ctx context.Context, resource, query string, limit int) ([]hit, time.Duration, error) {
+	v := url.Values{"agentId": {agentID}, "resourceId": {resource}, "searchQuery": {query}, "limit": {fmt.Sprint(limit)}}
+	var resp searchResponse
+	began := time.Now()
+	if err := c.do(ctx, http.MethodGet, "/api/memory/search?"+v.Encode(), nil, &resp); err != nil {
+		return nil, 0, err
+	}
+	took := time.Since(began)
+	var hits []hit
+	for _, r := range resp.Results {
+		h := hit{id: r.ID}
+		for _, m := range r.Context.Before {
+			h.context = append(h.context, m.ID)
+		}
+		for _, m := range r.Context.After {
+			h.context = append(h.context, m.ID)
+		}
+		hits = append(hits, h)
+	}
+	return hits, took, nil
+}
+
+// do sends a request and decodes a 2xx answer into out (when not nil);
+// another status is an error that quotes the answer.
+func (c *client) do(ctx context.Context, method, path string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, strings.SplitN(path, "?", 2)[0], resp.Status, bytes.TrimSpace(b[:min(len(b), 500)]))
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("%s %s: %w", method, strings.SplitN(path, "?", 2)[0], err)
+		}
+	}
+	return nil
+}
+
+// service is the running service.
+type service struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+// start runs bin with args, its output in logPath, with no COMPANION_* or
+// OTEL_* setting of the caller's, and returns once it logs where it
+// listens.
+func start(ctx context.Context, bin, logPath string, args ...string) (*service, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "COMPANION_") && !strings.HasPrefix(kv, "OTEL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		logFile.Close()
+		return nil, fmt.Errorf("starting the service: %w", err)
+	}
+	pw.Close()
+	s := &service{cmd: cmd, done: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		// Lines are read until the service says where it listens; the
+		// rest goes to the log as it comes.
+		defer logFile.Close()
+		br := bufio.NewReader(pr)
+		for {
+			line, err := br.ReadString('\n')
+			_, _ = logFile.WriteString(line)
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
+				urls <- "http://" + l.Addr
+				break
+			}
+			if err != nil {
+				return
+			}
+		}
+		_, _ = io.Copy(logFile, br)
+	}()
+	go func() {
+		_ = cmd.Wait()
+		pr.Close()
+		close(s.done)
+	}()
+	timer := time.NewTimer(time.Minute)
+	defer timer.Stop()
+	select {
+	case s.url = <-urls:
+		return s, nil
+	case <-s.done:
+		return nil, fmt.Errorf("the service exited before it listened; see %s:\n%s", logPath, tail(logPath))
+	case <-timer.C:
+		s.stop()
+		return nil, fmt.Errorf("the service did not listen within a minute:\n%s", tail(logPath))
+	case <-ctx.Done():
+		s.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// stop asks the service to end, and kills it after a while.
+func (s *service) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// tail returns the last lines of a log, for errors.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-20):], "\n")
+}
+
+// goCommand is the go command: $GO as make passes it, else go.
+func goCommand() string {
+	if g := os.Getenv("GO"); g != "" {
+		return g
+	}
+	return "go"
+}
+
+// moduleRoot returns the directory of the main module's go.mod.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, goCommand(), "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the module: %w", err)
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("run from inside the companion module")
+	}
+	return filepath.Dir(mod), nil
+}
