@@ -165,7 +165,7 @@ func (t *Threads) Search(ctx context.Context, req SearchRequest) (SearchResults,
 	if req.Limit < 1 || req.Limit > MaxSearchLimit {
 		return SearchResults{}, apperr.New(apperr.Invalid, "limit must be a whole number from 1 to %d", MaxSearchLimit)
 	}
-	q := memory.SearchQuery{ResourceID: req.ResourceID, Text: req.Query, Limit: req.Limit, Context: searchContext}
+	q := memory.SearchQuery{ResourceID: req.ResourceID, Text: req.Query, Limit: req.Limit}
 	scope := memory.ScopeResource
 	if req.ThreadID != "" && t.cfg.Recall.Scope == memory.ScopeThread {
 		if _, err := owned(ctx, t.cfg.Store, req.ThreadID, req.ResourceID); err != nil {
@@ -175,7 +175,7 @@ func (t *Threads) Search(ctx context.Context, req SearchRequest) (SearchResults,
 	}
 	started := time.Now()
 	ctx, span := t.turns.startSpan(ctx, "search")
-	results, err := t.cfg.Store.Search(ctx, q)
+	results, err := t.turns.search(ctx, q, searchContext)
 	span.End()
 	if err != nil {
 		return SearchResults{}, storeErr(err)

@@ -79,7 +79,7 @@ func (t *Turns) recall(ctx context.Context, s *State) error {
 	if len(memory.SearchTerms(text)) == 0 {
 		return nil
 	}
-	q := memory.SearchQuery{ResourceID: s.In.ResourceID, Text: text, Limit: cfg.TopK, Context: cfg.MessageRange}
+	q := memory.SearchQuery{ResourceID: s.In.ResourceID, Text: text, Limit: cfg.TopK}
 	shown := map[string]bool{}
 	if cfg.Scope == memory.ScopeThread {
 		q.ThreadID = s.In.ThreadID
@@ -93,7 +93,7 @@ func (t *Turns) recall(ctx context.Context, s *State) error {
 	}
 	started := time.Now()
 	ctx, span := t.startSpan(ctx, "recall")
-	results, err := t.cfg.Store.Search(ctx, q)
+	results, err := t.search(ctx, q, cfg.MessageRange)
 	span.End()
 	if err != nil {
 		return storeErr(err)

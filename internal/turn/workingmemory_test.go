@@ -2,6 +2,8 @@ package turn
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,5 +146,26 @@ func TestCleanTitle(t *testing.T) {
 		if got := cleanTitle(in); got != want {
 			t.Errorf("cleanTitle(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestDiversify(t *testing.T) {
+	r := func(thread string, seq int64) memory.SearchResult {
+		return memory.SearchResult{ThreadID: thread, Message: memory.Message{Seq: seq}}
+	}
+	results := []memory.SearchResult{r("a", 10), r("a", 11), r("a", 9), r("b", 3), r("a", 30), r("c", 1), r("a", 12)}
+	got := diversify(results, 2, 4)
+	var ids []string
+	for _, g := range got {
+		ids = append(ids, fmt.Sprintf("%s%d", g.ThreadID, g.Message.Seq))
+	}
+	// Half as ranked (a10, a11), then what is not next to them (b3, a30);
+	// a9 and a12 come with a10 and a11 as their context.
+	if strings.Join(ids, " ") != "a10 a11 b3 a30" {
+		t.Fatalf("kept %v", ids)
+	}
+	// Places left over go to the near ones, in order.
+	if got := diversify(results[:3], 2, 4); len(got) != 3 || got[2].Message.Seq != 9 {
+		t.Fatalf("with places to spare: %+v", got)
 	}
 }

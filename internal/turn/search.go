@@ -1,0 +1,98 @@
+package turn
+
+import (
+	"context"
+
+	"github.com/companionhq/companion/internal/memory"
+)
+
+// What a search shows, for the search route and for recall alike: the
+// store's best matches, spread over the resource's conversations, each with
+// the messages around it.
+
+// spread is how many more matches than it shows a search asks the store
+// for, so that diversify has some to choose from.
+const spread = 3
+
+// plainShare is the share of a search's results, in percent, taken in the
+// store's order before the rest are spread over other conversations.
+const plainShare = 50
+
+// search asks the store for q's best matches, keeps q.Limit of them spread
+// over the conversations (diversify), and reads the context messages
+// before and after each kept one.
+func (t *Turns) search(ctx context.Context, q memory.SearchQuery, context int) ([]memory.SearchResult, error) {
+	limit := q.Limit
+	q.Limit, q.Context = limit*spread, 0
+	found, err := t.cfg.Store.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	kept := diversify(found, context, limit)
+	if context > 0 {
+		for i := range kept {
+			if err := t.around(ctx, &kept[i], context); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return kept, nil
+}
+
+// around reads the n messages before and after r's in its thread.
+func (t *Turns) around(ctx context.Context, r *memory.SearchResult, n int) error {
+	from := max(r.Message.Seq-int64(n), 1)
+	msgs, _, err := t.cfg.Store.Messages(ctx, r.ThreadID, int(from-1), int(r.Message.Seq+int64(n)-from+1))
+	if err != nil {
+		return err
+	}
+	r.Before, r.After = nil, nil
+	for _, m := range msgs {
+		switch {
+		case m.Seq < r.Message.Seq:
+			r.Before = append(r.Before, m)
+		case m.Seq > r.Message.Seq:
+			r.After = append(r.After, m)
+		}
+	}
+	return nil
+}
+
+// diversify keeps up to limit of results, best first: the first
+// plainShare percent as the store ranked them, then those that are not
+// among the messages around one kept already (within context of it in its
+// thread: they come with it as its context anyway, and their places go to
+// other conversations), then, if places are left, the others in order.
+func diversify(results []memory.SearchResult, context, limit int) []memory.SearchResult {
+	kept := make([]memory.SearchResult, 0, min(limit, len(results)))
+	plain := limit * plainShare / 100
+	var later []memory.SearchResult
+	for _, r := range results {
+		if len(kept) == limit {
+			break
+		}
+		if len(kept) < plain || !nearKept(kept, r, context) {
+			kept = append(kept, r)
+			continue
+		}
+		later = append(later, r)
+	}
+	for _, r := range later {
+		if len(kept) == limit {
+			break
+		}
+		kept = append(kept, r)
+	}
+	return kept
+}
+
+// nearKept reports whether r is within context messages of a kept result
+// in its thread.
+func nearKept(kept []memory.SearchResult, r memory.SearchResult, context int) bool {
+	for _, k := range kept {
+		if d := k.Message.Seq - r.Message.Seq; k.ThreadID == r.ThreadID && d <= int64(context) && d >= -int64(context) {
+			return true
+		}
+	}
+	return false
+}
