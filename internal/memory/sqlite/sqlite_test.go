@@ -45,6 +45,8 @@ func BenchmarkHistory(b *testing.B) { memorytest.BenchHistory(b, harness()) }
 
 func BenchmarkTurn(b *testing.B) { memorytest.BenchTurn(b, harness()) }
 
+func BenchmarkSearch(b *testing.B) { memorytest.BenchSearch(b, harness()) }
+
 func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
