@@ -105,9 +105,10 @@ type Knowledge interface {
 	// newest first, at most limit.
 	WorkingMemoryVersions(ctx context.Context, scope, key string, limit int) ([]WorkingMemory, error)
 	// Search returns the messages of q.ResourceID's threads that best
-	// match q.Text, from the full-text index kept with the messages. A
-	// text without words to look for (SearchTerms: only stop words, or
-	// none) finds nothing.
+	// match q.Text, from the full-text index kept with the messages, as
+	// rank.go says (a bounded share of a long history). A text without
+	// words to look for (SearchTerms: only stop words, or none) finds
+	// nothing.
 	Search(ctx context.Context, q SearchQuery) ([]SearchResult, error)
 	// Import adds messages to threads, creating those that do not exist,
 	// in one transaction: a message whose id its thread holds is skipped,

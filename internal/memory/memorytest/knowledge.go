@@ -22,6 +22,7 @@ func runKnowledge(t *testing.T, h Harness) {
 	t.Run("SearchFindsMessagesOfAResource", func(t *testing.T) { t.Parallel(); testSearch(t, h) })
 	t.Run("SearchKeepsResourcesApart", func(t *testing.T) { t.Parallel(); testSearchResources(t, h) })
 	t.Run("SearchIndexFollowsTurns", func(t *testing.T) { t.Parallel(); testSearchFollowsTurns(t, h) })
+	t.Run("SearchReadsABoundedShareOfALongHistory", func(t *testing.T) { t.Parallel(); testSearchLongHistory(t, h) })
 	t.Run("ImportAddsWhatIsNew", func(t *testing.T) { t.Parallel(); testImport(t, h) })
 	t.Run("ImportIsCheckedBeforeItWrites", func(t *testing.T) { t.Parallel(); testImportCheck(t, h) })
 	t.Run("SetTitleIfEmpty", func(t *testing.T) { t.Parallel(); testSetTitleIfEmpty(t, h) })
@@ -673,5 +674,51 @@ func testEraseResource(t *testing.T, h Harness) {
 	seedThread(t, s, "alice-1", "carol", "", "Fresh start.")
 	if got := found(search(t, s, memory.SearchQuery{ResourceID: "carol", Text: "garden fresh", Limit: 10})); got != "alice-1-1" {
 		t.Fatalf("a new thread of an erased one's id: found %q", got)
+	}
+}
+
+// testSearchLongHistory: in a history longer than memory.SearchRecentMessages,
+// a word the recent messages hardly use is found in the oldest, and a
+// common word in the recent messages alone (memory's rank.go).
+func testSearchLongHistory(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	n := memory.SearchRecentMessages + 50
+	old := memory.ImportThread{Thread: memory.Thread{ID: "old", ResourceID: "r", CreatedAt: base, UpdatedAt: base}, Messages: []memory.Message{
+		imported("o1", "user", "We planted the garden the year we went to Zanzibar.", base),
+		imported("o2", "assistant", "What a year that was.", base.Add(time.Minute)),
+		imported("o3", "user", "The garden loved the rain.", base.Add(2*time.Minute)),
+	}}
+	recent := memory.ImportThread{Thread: memory.Thread{ID: "recent", ResourceID: "r", CreatedAt: base.Add(time.Hour), UpdatedAt: base.Add(time.Hour)}}
+	for i := range n {
+		recent.Messages = append(recent.Messages, imported(fmt.Sprint("r", i), "user", fmt.Sprintf("Garden diary, day %d: all quiet.", i), base.Add(time.Hour+time.Duration(i)*time.Minute)))
+	}
+	if _, err := s.Import(ctx, []memory.ImportThread{old, recent}, (&allow{}).check); err != nil {
+		t.Fatal(err)
+	}
+	q := func(text string, limit int) []memory.SearchResult {
+		t.Helper()
+		return search(t, s, memory.SearchQuery{ResourceID: "r", Text: text, Limit: limit})
+	}
+	if got := found(q("zanzibar", 10)); !sameNeighbours(got, "o1 o2") {
+		t.Errorf("a word of the oldest message alone: found %q", got)
+	}
+	// The rare word first, with the common one.
+	if rs := q("garden in Zanzibar", 3); len(rs) == 0 || rs[0].Message.ID != "o1" {
+		t.Errorf("a rare word and a common one: found %q", found(rs))
+	}
+	// A common word: the newest messages first, and none older than the
+	// recent ones.
+	rs := q("garden diary", n+10)
+	if len(rs) == 0 || rs[0].Message.ID != fmt.Sprint("r", n-1) {
+		t.Fatalf("a common word: found %d, the first %q", len(rs), found(rs[:min(len(rs), 1)]))
+	}
+	for _, r := range rs {
+		if r.ThreadID == "old" {
+			t.Fatalf("a common word was looked for beyond the %d newest messages: found %s", memory.SearchRecentMessages, r.Message.ID)
+		}
+	}
+	if len(rs) > memory.SearchRecentMessages {
+		t.Fatalf("a common word found %d messages, more than the %d newest", len(rs), memory.SearchRecentMessages)
 	}
 }

@@ -872,33 +872,41 @@ func TestAnswerRetriesALostConnection(t *testing.T) {
 	}
 }
 
-// TestSearchLooksUpTheResourcesMatches: a search reads, through the GIN
-// index, the matches of its resource's messages alone, not those of the
-// other resources that hold the same words.
-func TestSearchLooksUpTheResourcesMatches(t *testing.T) {
+// TestSearchReadsABoundedShare: a search reads the resource's newest
+// messages through the (resource_id, id) index, and the older messages
+// that hold a word rare among those through the GIN index, without the
+// other resources' rows that hold it too: never a scan, whatever the
+// tables hold.
+func TestSearchReadsABoundedShare(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
 	conn := acquire(t, s)
+	// Mine: 1,500 messages, "tbilisi" in the 50 oldest, "garden" in every
+	// fifth. Forty others: 100 messages each, both words in every other.
 	execAll(t, conn,
-		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq) SELECT 't' || i, CASE WHEN i = 1 THEN 'mine' ELSE 'other' || i END, now(), now(), 100 FROM generate_series(1, 50) i`,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
+			SELECT 't' || i, CASE WHEN i = 0 THEN 'mine' ELSE 'other' || i END, now(), now(), CASE WHEN i = 0 THEN 1500 ELSE 100 END FROM generate_series(0, 40) i`,
 		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
-			SELECT 't' || i, s, 'm' || s, 'user', CASE WHEN s % 10 = 0 THEN 'the garden needs rain' ELSE 'hello there' END, '[]', now() FROM generate_series(1, 50) i, generate_series(1, 100) s`,
+			SELECT 't' || i, s, 'm' || s, 'user', CASE WHEN i > 0 AND s % 2 = 0 THEN 'tbilisi garden' WHEN i = 0 AND s <= 50 THEN 'my trip to tbilisi'
+				WHEN s % 5 = 0 THEN 'the garden is dry' ELSE 'hello there' END, '[]', now()
+			FROM generate_series(0, 40) i, generate_series(1, CASE WHEN i = 0 THEN 1500 ELSE 100 END) s`,
 		`INSERT INTO message_search (thread_id, seq, resource_id, doc)
-			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id`,
+			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id ORDER BY t.id, m.seq`,
 		`ANALYZE`,
 	)
-	q := `EXPLAIN (ANALYZE, FORMAT JSON) ` + postgres.SearchSQL
 	var plan []struct{ Plan explainNode }
-	if err := conn.QueryRow(ctx, q, postgres.ResourceLexeme("mine"), "garden | rain", "", "", 5).Scan(&plan); err != nil {
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", 1000, []string{"garden", "tbilisi"}, 5,
+		postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")
-	if !strings.Contains(string(b), `"message_search_doc"`) {
-		t.Errorf("the search does not use the GIN index:\n%s", b)
+	for _, index := range []string{"message_search_doc", "message_search_recent"} {
+		if !strings.Contains(string(b), `"`+index+`"`) {
+			t.Errorf("the search does not use %s:\n%s", index, b)
+		}
 	}
-	// The resource has 10 matches, the others 490: the index finds the
-	// 10, and the table is read for those alone.
-	if read := plan[0].Plan.rowsRead("message_search"); read > 20 {
-		t.Errorf("the search reads %d rows of message_search, want its resource's 10 matches:\n%s", read, b)
+	// The newest 1,000; the 50 older with tbilisi, from the index and the table.
+	if read, most := plan[0].Plan.rowsRead("message_search"), 1000+2*50; read > most {
+		t.Errorf("the search reads %d rows of message_search, want at most %d:\n%s", read, most, b)
 	}
 }

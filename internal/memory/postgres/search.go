@@ -27,6 +27,7 @@ const indexSQL = `INSERT INTO message_search (thread_id, seq, resource_id, doc)
 	LEFT JOIN messages p ON p.thread_id = m.thread_id AND p.seq = m.seq - 1
 	LEFT JOIN messages n ON n.thread_id = m.thread_id AND n.seq = m.seq + 1
 	WHERE t.id = $1
+	ORDER BY m.seq
 	ON CONFLICT (thread_id, seq) DO UPDATE SET doc = excluded.doc`
 
 // resourceLexeme is the lexeme that search_doc adds to the doc of every
@@ -36,42 +37,27 @@ func resourceLexeme(resourceID string) string {
 	return "r" + hex.EncodeToString([]byte(resourceID)) + "0"
 }
 
-// rankWeights are ts_rank's weights of D, C, B and A: a word found in a
-// message's neighbours (D) counts 0.35 of one found in the message (A).
-const rankWeights = `'{0.35, 0, 0, 1}'`
-
-// searchSQL finds the best $5 messages whose doc has the resource lexeme
-// $1 and any of the words of the tsquery $2 ("w1 | w2 | ..."), of thread
-// $3 unless that is empty, not of thread $4.
-var searchSQL = `SELECT s.thread_id, t.title, s.score, ` + prefixed("m.", messageCols) + `
-	FROM (SELECT thread_id, seq, ts_rank(` + rankWeights + `, doc, ($1::tsquery && to_tsquery('english', $2))) AS score
-		FROM message_search
-		WHERE doc @@ ($1::tsquery && to_tsquery('english', $2)) AND ($3 = '' OR thread_id = $3) AND thread_id <> $4
-		ORDER BY score DESC, seq DESC, thread_id LIMIT $5) s
-	JOIN messages m ON m.thread_id = s.thread_id AND m.seq = s.seq
-	JOIN threads t ON t.id = s.thread_id
-	ORDER BY s.score DESC, s.seq DESC, s.thread_id`
-
-// Search implements memory.Knowledge: the messages whose doc has the
-// resource's lexeme and any of the words (english stemming), ranked by
-// ts_rank. A text without a word to look for (only stop words, or none)
-// finds nothing.
+// Search implements memory.Knowledge, as memory's rank.go says, in one
+// statement (searchSQL): the resource's SearchRecentMessages newest
+// messages (the (resource_id, id) index, backwards), how many of them
+// hold each word in their text, the older messages that hold a word rare
+// among them (the GIN index, SearchOlderMatches at most: which ones, the
+// table's order decides), each scored from its doc; the best joined to
+// their messages and threads.
 func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
 	terms := memory.SearchTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	// Each term is letters and digits (SearchTerms): no tsquery operator
-	// gets through.
-	rows, err := s.pool.Query(ctx, searchSQL, resourceLexeme(q.ResourceID), strings.Join(terms, " | "), q.ThreadID, q.ExcludeThreadID, q.Limit)
+	rows, err := s.pool.Query(ctx, searchSQL, q.ResourceID, memory.SearchRecentMessages, terms, memory.SearchRareLately,
+		resourceLexeme(q.ResourceID), memory.SearchOlderMatches, memory.NearWeight, q.ThreadID, q.ExcludeThreadID, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.SearchResult, error) {
 		var res memory.SearchResult
-		var score float32
-		m, err := scanMessage(r, &res.ThreadID, &res.ThreadTitle, &score)
-		res.Message, res.Score = m, float64(score)
+		m, err := scanMessage(r, &res.ThreadID, &res.ThreadTitle, &res.Score)
+		res.Message = m
 		return res, err
 	})
 	if err != nil {
@@ -84,6 +70,42 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	}
 	return out, nil
 }
+
+// searchSQL finds, scores and returns the best $10 messages of resource $1
+// for the words $3 (letters and digits: SearchTerms), looking at its $2
+// newest messages and, for each word fewer than $4 of those hold in their
+// text, at $6 older messages at most that hold one (through the resource's
+// lexeme $5), a word found in the neighbours weighing $7 of one found in
+// the message; of thread $8 (unless empty), not of thread $9. Its weights
+// are SearchWordWeight's, ln(1 + $2 / n). The words a tsquery drops (the
+// english configuration's stop words) count for nothing.
+var searchSQL = `WITH recent AS MATERIALIZED (
+		SELECT id, thread_id, seq, doc FROM message_search WHERE resource_id = $1 ORDER BY id DESC LIMIT $2),
+	queries AS MATERIALIZED (
+		SELECT w, to_tsquery('english', w || ':A') AS qa, to_tsquery('english', w || ':D') AS qd FROM unnest($3::text[]) AS u (w)),
+	words AS MATERIALIZED (
+		SELECT w, qa, qd, numnode(qa) > 0 AS kept, (SELECT count(*) FROM recent r WHERE r.doc @@ qa) AS n FROM queries),
+	q AS MATERIALIZED (
+		SELECT to_tsquery('english', string_agg(w, ' | ') FILTER (WHERE kept)) AS any_word,
+			to_tsquery('english', string_agg(w, ' | ') FILTER (WHERE kept AND n < $4)) AS rare
+		FROM words),
+	found AS (
+		SELECT id, thread_id, seq, doc FROM recent WHERE doc @@ (SELECT any_word FROM q)
+		UNION ALL
+		SELECT * FROM (SELECT id, thread_id, seq, doc FROM message_search
+			WHERE (SELECT rare FROM q) IS NOT NULL AND doc @@ ($5::tsquery && (SELECT rare FROM q))
+				AND id < (SELECT min(id) FROM recent)
+			LIMIT $6) older),
+	best AS (
+		SELECT f.id, f.thread_id, f.seq,
+			(SELECT sum(ln(1 + $2::float8 / greatest(1, w.n)) * ((f.doc @@ w.qa)::int + $7 * (f.doc @@ w.qd)::int)) FROM words w WHERE w.kept) AS score
+		FROM found f
+		WHERE $8::text IN ('', f.thread_id) AND f.thread_id <> $9)
+	SELECT b.thread_id, t.title, b.score, ` + messageColsOf("m") + `
+	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $10) b
+	JOIN messages m ON m.thread_id = b.thread_id AND m.seq = b.seq
+	JOIN threads t ON t.id = b.thread_id
+	ORDER BY b.score DESC, b.id DESC`
 
 // around reads the n messages before and after each result's in its
 // thread, in one round trip.
@@ -117,11 +139,11 @@ func (s *Store) around(ctx context.Context, rs []memory.SearchResult, n int) err
 	})
 }
 
-// prefixed is cols (a list of columns) with each column qualified by p.
-func prefixed(p, cols string) string {
-	parts := strings.Split(cols, ", ")
+// messageColsOf is messageCols, each qualified by table t.
+func messageColsOf(t string) string {
+	parts := strings.Split(messageCols, ", ")
 	for i, c := range parts {
-		parts[i] = p + c
+		parts[i] = t + "." + c
 	}
 	return strings.Join(parts, ", ")
 }

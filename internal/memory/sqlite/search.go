@@ -2,16 +2,19 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/companionhq/companion/internal/memory"
 )
 
 // The recall index is messages_fts (migration 0006): a contentless FTS5
 // table whose rowid is the message's, with the resource's token (res),
-// the message's text and its neighbours' (near).
+// the message's text and its neighbours' (near). Rowids grow as messages
+// are stored: the newest messages of a resource are its highest rowids.
 
 // indexSQL indexes the messages of thread ?2 from seq ?3 to ?4, owned by
 // the resource whose token is ?1 (resourceToken): each with the text of
@@ -27,42 +30,81 @@ const indexSQL = `INSERT OR REPLACE INTO messages_fts (rowid, res, text, near)
 // resourceToken is the one token the index's res column holds for the
 // messages of resourceID's threads, as migration 0006 computes it: 'r',
 // the hex of the id's bytes, '0'. Letters and digits only, so the
-// tokenizer keeps it whole; ending in a digit, so the porter stemmer
-// leaves it as it is (it would make "r61ed" of "r61ed" and "r61" alike).
+// tokenizer keeps it whole; ending in a digit, so that no suffix rule of
+// the porter stemmer applies (one could make two resources' tokens one).
 func resourceToken(resourceID string) string {
 	return "r" + hex.EncodeToString([]byte(resourceID)) + "0"
 }
 
-// nearWeight is what a word found in a message's neighbours counts for
-// beside one found in the message itself.
-const nearWeight = 0.35
-
-// matchExpr is the FTS5 query for the messages of the resource whose token
-// is token that hold any of terms, in their text or near. Each term is
-// quoted: SearchTerms made it letters and digits, and quoted it cannot be
-// read as an operator (AND, NOT, NEAR) either.
-func matchExpr(token string, terms []string) string {
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + t + `"`
+// match is the FTS5 query for the messages of the resource whose token is
+// token that hold word in column col ("text", "near", or "" for the
+// resource's messages). The word is quoted: SearchTerms made it letters
+// and digits, and quoted it cannot be read as an operator (AND, NOT,
+// NEAR) either.
+func match(token, col, word string) string {
+	if col == "" {
+		return `res:"` + token + `"`
 	}
-	return `res:"` + token + `" AND {text near}:(` + strings.Join(quoted, " OR ") + `)`
+	return `res:"` + token + `" AND ` + col + `:"` + word + `"`
 }
 
-// Search implements memory.Knowledge: bm25 over the index, the resource's
-// token required, the message's own text weighing 1 and its neighbours'
-// nearWeight. A text without a word to look for (only stop words, or
-// none) finds nothing.
+// Search implements memory.Knowledge, as memory's rank.go says, in two
+// statements: the rowid from which the resource's SearchRecentMessages
+// newest messages start, and how many of those hold each word in their
+// text; then one that collects, for each word, the recent messages that
+// hold it (and for a rare one the newest SearchOlderMatches older ones),
+// each hit weighing its word's weight (times NearWeight in near), sums
+// them by message and ranks them. Which thread a message is in is known
+// from messages, joined to what was found: the hits are bounded, whatever
+// the history.
 func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
 	terms := memory.SearchTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT m.thread_id, t.title, -bm25(messages_fts, 0, 1.0, %g) AS score, %s
-		FROM messages_fts f JOIN messages m ON m.rowid = f.rowid JOIN threads t ON t.id = m.thread_id
-		WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.thread_id = ?2) AND m.thread_id <> ?3
-		ORDER BY score DESC, f.rowid DESC LIMIT ?4`, nearWeight, prefixed("m.", messageCols)),
-		matchExpr(resourceToken(q.ResourceID), terms), q.ThreadID, q.ExcludeThreadID, q.Limit)
+	token := resourceToken(q.ResourceID)
+	countStmt, hitStmt, err := s.search.statements(ctx, s.db, len(terms))
+	if err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+	args := []any{match(token, "", ""), memory.SearchRecentMessages - 1}
+	for _, t := range terms {
+		args = append(args, match(token, "text", t))
+	}
+	counts := make([]int, len(terms))
+	var recent int64
+	rows, err := countStmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+	for rows.Next() {
+		var i int
+		var n int64
+		if err := rows.Scan(&i, &n); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("searching: %w", err)
+		}
+		if i < 0 {
+			recent = n
+		} else {
+			counts[i] = int(n)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+
+	args = []any{q.ThreadID, q.ExcludeThreadID, q.Limit, recent}
+	for i, t := range terms {
+		w := memory.SearchWordWeight(counts[i])
+		older := 0
+		if memory.SearchRare(counts[i]) {
+			older = memory.SearchOlderMatches
+		}
+		args = append(args, w, match(token, "text", t), w*memory.NearWeight, match(token, "near", t), older)
+	}
+	rows, err = hitStmt.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
@@ -93,8 +135,7 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 
 // around reads the n messages before and after r's in its thread.
 func (s *Store) around(ctx context.Context, r *memory.SearchResult, n int) error {
-	msgs, err := queryMessages(ctx, s.db, `SELECT `+messageCols+` FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`,
-		r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n))
+	msgs, err := scanMessages(s.stAround.QueryContext(ctx, r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n)))
 	if err != nil {
 		return err
 	}
@@ -116,4 +157,61 @@ func prefixed(p, cols string) string {
 		parts[i] = p + c
 	}
 	return strings.Join(parts, ", ")
+}
+
+// searchStatements are Search's two statements for each number of words,
+// prepared once: parsing them cost a search a sixth of its time.
+type searchStatements struct {
+	mu           sync.Mutex
+	counts, hits map[int]*sql.Stmt
+}
+
+// statements returns the statements of a search of n words. The first
+// takes the match of the resource's messages, SearchRecentMessages-1 and
+// the match of each word's text, and returns the first rowid of the recent
+// messages (-1, rowid) and how many of them hold each word (i, n). The
+// second takes the thread to search (or empty), the thread to leave out,
+// the limit, that first rowid, then for each word the weight and match of
+// its text, the same for its near, and how many older messages to look at
+// in each; it returns the results.
+func (ss *searchStatements) statements(ctx context.Context, db *sql.DB, n int) (counts, hits *sql.Stmt, err error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.counts == nil {
+		ss.counts, ss.hits = map[int]*sql.Stmt{}, map[int]*sql.Stmt{}
+	}
+	if ss.counts[n] != nil {
+		return ss.counts[n], ss.hits[n], nil
+	}
+	var c, h strings.Builder
+	c.WriteString(`WITH recent (r) AS (SELECT coalesce((SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2), 0))
+		SELECT -1, r FROM recent`)
+	for i := range n {
+		fmt.Fprintf(&c, ` UNION ALL SELECT %d, (SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?%d AND rowid >= (SELECT r FROM recent))`, i, i+3)
+		for col := range 2 {
+			if i+col > 0 {
+				h.WriteString(` UNION ALL `)
+			}
+			w, m, older := 5+5*i+2*col, 6+5*i+2*col, 9+5*i
+			// The recent messages, then the older ones, newest first.
+			fmt.Fprintf(&h, `SELECT rowid, ?%d AS w FROM messages_fts WHERE messages_fts MATCH ?%d AND rowid >= ?4
+				UNION ALL SELECT * FROM (SELECT rowid, ?%d FROM messages_fts WHERE messages_fts MATCH ?%d AND rowid < ?4 ORDER BY rowid DESC LIMIT ?%d)`,
+				w, m, w, m, older)
+		}
+	}
+	if ss.counts[n], err = db.PrepareContext(ctx, c.String()); err != nil {
+		return nil, nil, err
+	}
+	if ss.hits[n], err = db.PrepareContext(ctx, `SELECT f.thread_id, t.title, f.score, `+prefixed("m.", messageCols)+`
+		FROM (SELECT m.rowid, m.thread_id, h.score FROM (SELECT rowid, sum(w) AS score FROM (`+h.String()+`) GROUP BY rowid) h
+			JOIN messages m ON m.rowid = h.rowid
+			WHERE (?1 = '' OR m.thread_id = ?1) AND m.thread_id <> ?2
+			ORDER BY h.score DESC, h.rowid DESC LIMIT ?3) f
+		JOIN messages m ON m.rowid = f.rowid JOIN threads t ON t.id = f.thread_id
+		ORDER BY f.score DESC, f.rowid DESC`); err != nil {
+		ss.counts[n].Close()
+		delete(ss.counts, n)
+		return nil, nil, err
+	}
+	return ss.counts[n], ss.hits[n], nil
 }

@@ -50,6 +50,10 @@ type Store struct {
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
 	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stIndex, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
+	// Search's statements (search.go): the messages around a result, and
+	// those of a search of n words, prepared on first use.
+	stAround *sql.Stmt
+	search   searchStatements
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writes commit in groups, led by one of their writers
@@ -171,6 +175,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stThreadUsage, `INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
 		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
+		{&s.stAround, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`},
 		{&s.stSavepoint, `SAVEPOINT w`},
 		{&s.stRelease, `RELEASE w`},
 		{&s.stRollbackTo, `ROLLBACK TO w`},

@@ -19,7 +19,9 @@ CREATE INDEX working_memory_resource ON working_memory (resource_id);
 -- "near": a question's words are often in the neighbouring turn), and one
 -- lexeme naming the resource ('r', the hex of its id, '0'), which a search
 -- requires, so that the GIN index finds a resource's matches without a
--- look at the table.
+-- look at the table. id grows as messages are stored: a resource's newest
+-- messages are its highest ids (memory/rank.go: common words are looked
+-- for in those alone).
 CREATE FUNCTION search_doc(resource_id text, body text, near text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT setweight(to_tsvector('english', body), 'A')
@@ -28,6 +30,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 CREATE TABLE message_search (
+    id          bigint   GENERATED ALWAYS AS IDENTITY,
     thread_id   text     NOT NULL,
     seq         bigint   NOT NULL,
     resource_id text     NOT NULL,
@@ -37,8 +40,8 @@ CREATE TABLE message_search (
 );
 
 CREATE INDEX message_search_doc ON message_search USING gin (doc);
--- Erasing a resource.
-CREATE INDEX message_search_resource ON message_search (resource_id);
+-- A resource's newest messages; erasing a resource.
+CREATE INDEX message_search_recent ON message_search (resource_id, id);
 
 -- The messages stored before this migration, joined as a scan would.
 SET LOCAL enable_seqscan = on;
@@ -47,4 +50,5 @@ SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, coal
 FROM messages m
 JOIN threads t ON t.id = m.thread_id
 LEFT JOIN messages p ON p.thread_id = m.thread_id AND p.seq = m.seq - 1
-LEFT JOIN messages n ON n.thread_id = m.thread_id AND n.seq = m.seq + 1;
+LEFT JOIN messages n ON n.thread_id = m.thread_id AND n.seq = m.seq + 1
+ORDER BY m.created_at, m.thread_id, m.seq;
