@@ -19,7 +19,10 @@ import "math"
 // weight (SearchWordWeight: how rare it is in the recent messages) if its
 // own text holds the word, or NearWeight of it if only its neighbours' do.
 // A message that holds more of the words, and rarer ones, comes first;
-// among equals, the newest.
+// among equals, the newest. A search of one thread (SearchQuery.ThreadID)
+// reads the same share of the resource's history and keeps that thread's
+// messages: a common word is found in an old thread's messages only when
+// they are among the recent ones.
 const (
 	// SearchRecentMessages is how many of a resource's newest messages a
 	// search looks at for every word.
