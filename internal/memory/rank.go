@@ -24,6 +24,12 @@ import "math"
 // messages: a common word is found in an old thread's messages only when
 // they are among the recent ones.
 const (
+	// SearchExactMessages is the longest history a store ranks whole, by
+	// its own full-text ranking (SQLite's bm25): a few months of a
+	// companion's conversations, which it ranks better than the bounded
+	// share below, in a few milliseconds. Past it, a search reads the
+	// bounded share.
+	SearchExactMessages = 2000
 	// SearchRecentMessages is how many of a resource's newest messages a
 	// search looks at for every word.
 	SearchRecentMessages = 1000

@@ -677,13 +677,14 @@ func testEraseResource(t *testing.T, h Harness) {
 	}
 }
 
-// testSearchLongHistory: in a history longer than memory.SearchRecentMessages,
-// a word the recent messages hardly use is found in the oldest, and a
+// testSearchLongHistory: in a history longer than a store ranks whole
+// (memory.SearchExactMessages) and than memory.SearchRecentMessages, a
+// word the recent messages hardly use is found in the oldest, and a
 // common word in the recent messages alone (memory's rank.go).
 func testSearchLongHistory(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.open(t)
-	n := memory.SearchRecentMessages + 50
+	n := max(memory.SearchRecentMessages, memory.SearchExactMessages) + 50
 	old := memory.ImportThread{Thread: memory.Thread{ID: "old", ResourceID: "r", CreatedAt: base, UpdatedAt: base}, Messages: []memory.Message{
 		imported("o1", "user", "We planted the garden the year we went to Zanzibar.", base),
 		imported("o2", "assistant", "What a year that was.", base.Add(time.Minute)),

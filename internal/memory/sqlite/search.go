@@ -62,6 +62,16 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
+	// A history of up to SearchExactMessages messages is ranked whole,
+	// by bm25: what a word weighs, how often a message says it, how long
+	// the message is. A longer one reads its bounded share.
+	var size int64
+	if err := s.stResourceSize.QueryRowContext(ctx, q.ResourceID).Scan(&size); err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+	if size <= memory.SearchExactMessages {
+		return s.searchExact(ctx, q, terms)
+	}
 	token := resourceToken(q.ResourceID)
 	countStmt, hitStmt, err := s.search.statements(ctx, s.db, len(terms))
 	if err != nil {
@@ -214,4 +224,53 @@ func (ss *searchStatements) statements(ctx context.Context, db *sql.DB, n int) (
 		return nil, nil, err
 	}
 	return ss.counts[n], ss.hits[n], nil
+}
+
+// matchAny is the FTS5 query for the messages of the resource whose token
+// is token that hold any of terms, in their text or near. Each term is
+// quoted: SearchTerms made it letters and digits, and quoted it cannot be
+// read as an operator (AND, NOT, NEAR) either.
+func matchAny(token string, terms []string) string {
+	quoted := make([]string, len(terms))
+	for i, t := range terms {
+		quoted[i] = `"` + t + `"`
+	}
+	return `res:"` + token + `" AND {text near}:(` + strings.Join(quoted, " OR ") + `)`
+}
+
+// searchExact ranks every message of the resource that holds a word of
+// terms by bm25, the message's own text weighing 1 and its neighbours'
+// NearWeight.
+func (s *Store) searchExact(ctx context.Context, q memory.SearchQuery, terms []string) ([]memory.SearchResult, error) {
+	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT m.thread_id, t.title, -bm25(messages_fts, 0, 1.0, %g) AS score, %s
+		FROM messages_fts f JOIN messages m ON m.rowid = f.rowid JOIN threads t ON t.id = m.thread_id
+		WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.thread_id = ?2) AND m.thread_id <> ?3
+		ORDER BY score DESC, f.rowid DESC LIMIT ?4`, memory.NearWeight, prefixed("m.", messageCols)),
+		matchAny(resourceToken(q.ResourceID), terms), q.ThreadID, q.ExcludeThreadID, q.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+	var out []memory.SearchResult
+	for rows.Next() {
+		var r memory.SearchResult
+		m, err := scanMessage(rows, &r.ThreadID, &r.ThreadTitle, &r.Score)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("searching: %w", err)
+		}
+		r.Message = m
+		out = append(out, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+	if q.Context > 0 {
+		for i := range out {
+			if err := s.around(ctx, &out[i], q.Context); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
