@@ -1,9 +1,12 @@
 package turn
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model"
 )
 
 // What a search shows, for the search route and for recall alike: the
@@ -28,6 +31,7 @@ func (t *Turns) search(ctx context.Context, q memory.SearchQuery, context int) (
 	if err != nil {
 		return nil, err
 	}
+	favourUser(found)
 	kept := diversify(found, context, limit)
 	if context > 0 {
 		for i := range kept {
@@ -95,4 +99,21 @@ func nearKept(kept []memory.SearchResult, r memory.SearchResult, context int) bo
 		}
 	}
 	return false
+}
+
+// userWeight is what a match in a user's message counts for beside one in
+// a reply: recall is about the user, and what they said of themselves is
+// in their own messages; a reply that echoes it is found with it, as its
+// context.
+const userWeight = 2.0
+
+// favourUser weighs the users' messages of results by userWeight and
+// orders them again, best first (the store's order among equals).
+func favourUser(results []memory.SearchResult) {
+	for i := range results {
+		if results[i].Message.Role == model.RoleUser {
+			results[i].Score *= userWeight
+		}
+	}
+	slices.SortStableFunc(results, func(a, b memory.SearchResult) int { return cmp.Compare(b.Score, a.Score) })
 }
