@@ -123,26 +123,43 @@ func lastUserText(msgs []agent.Message) string {
 
 // recallBlock writes recalled results for the model: each with its date,
 // its thread's title, and the messages around it, while they fit in
-// maxBytes; "" when none does.
+// maxBytes; "" when none does. A message shown already, as a result or as
+// one's context, is not shown again.
 func recallBlock(results []memory.SearchResult, now time.Time, maxBytes int) string {
 	var b strings.Builder
+	shown := map[string]bool{}
+	key := func(thread string, m memory.Message) string { return thread + "\x00" + m.ID }
 	for _, r := range results {
+		if shown[key(r.ThreadID, r.Message)] {
+			continue
+		}
 		var e strings.Builder
 		fmt.Fprintf(&e, "\n- On %s (%s)", r.Message.CreatedAt.UTC().Format("2 January 2006"), ago(now, r.Message.CreatedAt))
 		if r.ThreadTitle != "" {
 			fmt.Fprintf(&e, `, in the conversation %q`, r.ThreadTitle)
 		}
 		fmt.Fprintf(&e, ", %s: %q", saidBy(r.Message.Role), oneLine(r.Message.Text))
+		var around []memory.Message
 		for _, m := range r.Before {
-			fmt.Fprintf(&e, "\n  Just before, %s: %q", saidBy(m.Role), oneLine(m.Text))
+			if !shown[key(r.ThreadID, m)] {
+				fmt.Fprintf(&e, "\n  Just before, %s: %q", saidBy(m.Role), oneLine(m.Text))
+				around = append(around, m)
+			}
 		}
 		for _, m := range r.After {
-			fmt.Fprintf(&e, "\n  Just after, %s: %q", saidBy(m.Role), oneLine(m.Text))
+			if !shown[key(r.ThreadID, m)] {
+				fmt.Fprintf(&e, "\n  Just after, %s: %q", saidBy(m.Role), oneLine(m.Text))
+				around = append(around, m)
+			}
 		}
 		if b.Len()+len(RecallHeading)+e.Len() > maxBytes {
 			break
 		}
 		b.WriteString(e.String())
+		shown[key(r.ThreadID, r.Message)] = true
+		for _, m := range around {
+			shown[key(r.ThreadID, m)] = true
+		}
 	}
 	if b.Len() == 0 {
 		return ""

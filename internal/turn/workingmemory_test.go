@@ -102,9 +102,9 @@ func TestEmptyFromSchema(t *testing.T) {
 func TestRecallBlock(t *testing.T) {
 	now := time.Date(2026, 5, 23, 12, 0, 0, 0, time.UTC)
 	results := []memory.SearchResult{
-		{ThreadTitle: "Pets", Message: memory.Message{Role: "user", Text: "My dog is called Max.", CreatedAt: time.Date(2026, 5, 2, 9, 0, 0, 0, time.UTC)},
-			After: []memory.Message{{Role: "assistant", Text: "What a good name!"}}},
-		{Message: memory.Message{Role: "assistant", Text: "Try the \"lemon\" cake.", CreatedAt: now.Add(-30 * time.Hour)}},
+		{ThreadID: "pets", ThreadTitle: "Pets", Message: memory.Message{ID: "u1", Role: "user", Text: "My dog is called Max.", CreatedAt: time.Date(2026, 5, 2, 9, 0, 0, 0, time.UTC)},
+			After: []memory.Message{{ID: "r1", Role: "assistant", Text: "What a good name!"}}},
+		{ThreadID: "food", Message: memory.Message{ID: "r2", Role: "assistant", Text: "Try the \"lemon\" cake.", CreatedAt: now.Add(-30 * time.Hour)}},
 	}
 	want := RecallHeading + `
 - On 2 May 2026 (3 weeks ago), in the conversation "Pets", the user said: "My dog is called Max."
@@ -121,6 +121,12 @@ func TestRecallBlock(t *testing.T) {
 	}
 	if got := recallBlock(results, now, 10); got != "" {
 		t.Fatalf("nothing fits: %q", got)
+	}
+	// A message shown as another's context is not shown again.
+	reply := memory.Message{ID: "r1", Role: "assistant", Text: "What a good name!", CreatedAt: results[0].Message.CreatedAt}
+	withReply := append(results[:1:1], memory.SearchResult{ThreadID: "pets", ThreadTitle: "Pets", Message: reply, Before: []memory.Message{results[0].Message}})
+	if got := recallBlock(withReply, now, DefaultRecallBytes); strings.Count(got, "What a good name!") != 1 || strings.Count(got, "My dog is called Max.") != 1 {
+		t.Fatalf("the same exchange twice:\n%s", got)
 	}
 }
 
