@@ -118,6 +118,12 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
+	return s.results(ctx, rows, q.Context)
+}
+
+// results reads a search's rows (thread, title, score, message) and the
+// context messages of each.
+func (s *Store) results(ctx context.Context, rows *sql.Rows, context int) ([]memory.SearchResult, error) {
 	var out []memory.SearchResult
 	for rows.Next() {
 		var r memory.SearchResult
@@ -133,9 +139,9 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
-	if q.Context > 0 {
+	if context > 0 {
 		for i := range out {
-			if err := s.around(ctx, &out[i], q.Context); err != nil {
+			if err := s.around(ctx, &out[i], context); err != nil {
 				return nil, err
 			}
 		}
@@ -250,27 +256,5 @@ func (s *Store) searchExact(ctx context.Context, q memory.SearchQuery, terms []s
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
-	var out []memory.SearchResult
-	for rows.Next() {
-		var r memory.SearchResult
-		m, err := scanMessage(rows, &r.ThreadID, &r.ThreadTitle, &r.Score)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("searching: %w", err)
-		}
-		r.Message = m
-		out = append(out, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("searching: %w", err)
-	}
-	if q.Context > 0 {
-		for i := range out {
-			if err := s.around(ctx, &out[i], q.Context); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
+	return s.results(ctx, rows, q.Context)
 }
