@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
 // answerTokens is the length of every answer measured: the fake model and
@@ -158,7 +159,7 @@ func (h *harness) captureUpstreamRequest(ctx context.Context, upstream string) (
 	defer svc.stop()
 	gen, _ := h.serviceTargets(svc.url, answerTokens)
 	if _, err := probe(ctx, gen); err != nil {
-		return nil, fmt.Errorf("the service in front of the upstream: %w\n%s", err, tail(svc.log))
+		return nil, fmt.Errorf("the service in front of the upstream: %w\n%s", err, gotool.Tail(svc.log))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -249,7 +250,7 @@ func (h *harness) measureRow(ctx context.Context, system, endpoint string, t tar
 		h.logf("  %d failed: %v", n, st.errs)
 	}
 	if under.exited() {
-		h.logf("  %s exited: %v\n%s", under.name, under.err, tail(under.log))
+		h.logf("  %s exited: %v\n%s", under.name, under.err, gotool.Tail(under.log))
 	}
 	// Let connections in TIME_WAIT and the processes' collectors settle.
 	time.Sleep(500 * time.Millisecond)
@@ -356,7 +357,7 @@ func (h *harness) measureService(ctx context.Context, system, name string, env, 
 	idle, _ := rss(svc.cmd.Process.Pid)
 	idleAnon, _ := anonRSS(svc.cmd.Process.Pid)
 	if err := checkService(ctx, gen, str); err != nil {
-		return nil, fmt.Errorf("%s: %w\n%s", system, err, tail(svc.log))
+		return nil, fmt.Errorf("%s: %w\n%s", system, err, gotool.Tail(svc.log))
 	}
 	var rows []row
 	for _, c := range h.cfg.conns {

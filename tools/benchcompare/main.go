@@ -35,27 +35,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "benchcompare:", err)
-		os.Exit(1)
-	}
-}
+func main() { gotool.Main("benchcompare", run) }
 
 // config is the command line.
 type config struct {
@@ -157,7 +145,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	root, err := moduleRoot(ctx)
+	root, err := gotool.ModuleRoot(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,38 +18,19 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
 // build compiles the service and the fakes from the module at root into dir.
 func build(ctx context.Context, root, dir string, stderr io.Writer) error {
-	cmd := exec.CommandContext(ctx, goCommand(), "build", "-o", dir+string(filepath.Separator), "./cmd/companion", "./fakes/cmd/fakes")
+	cmd := exec.CommandContext(ctx, gotool.Command(), "build", "-o", dir+string(filepath.Separator), "./cmd/companion", "./fakes/cmd/fakes")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("building the service and the fakes: %w", err)
 	}
 	return nil
-}
-
-// goCommand is the go command to use: $GO as make passes it, else go.
-func goCommand() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
-// moduleRoot returns the directory of the main module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, goCommand(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("finding the module: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run from inside the companion module")
-	}
-	return filepath.Dir(mod), nil
 }
 
 // proc is a child process: a fake upstream or the service.
@@ -124,10 +105,10 @@ func startProc(ctx context.Context, name, logPath string, announce func(line str
 	case p.url = <-urls:
 		return p, nil
 	case <-p.done:
-		return nil, fmt.Errorf("%s exited before it listened (%v):\n%s", name, p.err, tail(logPath))
+		return nil, fmt.Errorf("%s exited before it listened (%v):\n%s", name, p.err, gotool.Tail(logPath))
 	case <-timer.C:
 		p.stop()
-		return nil, fmt.Errorf("%s did not listen within a minute:\n%s", name, tail(logPath))
+		return nil, fmt.Errorf("%s did not listen within a minute:\n%s", name, gotool.Tail(logPath))
 	case <-ctx.Done():
 		p.stop()
 		return nil, ctx.Err()
@@ -169,16 +150,6 @@ func announcedByService(line string) (string, bool) {
 		return "", false
 	}
 	return "http://" + l.Addr, true
-}
-
-// tail returns the last lines of a log file, for error messages.
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // rss returns the resident memory of process pid in bytes (VmRSS).

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
 // streamsResult is what opening many streams at once showed.
@@ -234,7 +236,7 @@ func (h *harness) openStreams(ctx context.Context, store, dbURL string) (streams
 	release()
 	wg.Wait()
 	if svc.exited() {
-		return res, fmt.Errorf("%s: the service exited: %v\n%s", store, svc.err, tail(svc.log))
+		return res, fmt.Errorf("%s: the service exited: %v\n%s", store, svc.err, gotool.Tail(svc.log))
 	}
 	return res, nil
 }

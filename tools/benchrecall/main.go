@@ -27,25 +27,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
+
+	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	switch {
-	case err == nil:
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "benchrecall:", err)
-		os.Exit(1)
-	}
-}
+func main() { gotool.Main("benchrecall", run) }
 
 // config is the command line.
 type config struct {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
 // The service's side: the binary built and served on a fresh store, the
@@ -31,7 +32,7 @@ const agentID = "companionAgent"
 // serve measures the service on each store of cfg: a store it cannot reach
 // gets a note instead of figures.
 func serve(ctx context.Context, cfg config, set *Set, stderr io.Writer) ([]*system, error) {
-	root, err := moduleRoot(ctx)
+	root, err := gotool.ModuleRoot(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,7 @@ func serve(ctx context.Context, cfg config, set *Set, stderr io.Writer) ([]*syst
 	}
 	fmt.Fprintln(stderr, "building the service")
 	bin := filepath.Join(dir, "companion")
-	build := exec.CommandContext(ctx, goCommand(), "build", "-o", bin, "./cmd/companion")
+	build := exec.CommandContext(ctx, gotool.Command(), "build", "-o", bin, "./cmd/companion")
 	build.Dir = root
 	build.Stdout, build.Stderr = stderr, stderr
 	if err := build.Run(); err != nil {
@@ -303,10 +304,10 @@ func start(ctx context.Context, bin, logPath string, args ...string) (*service, 
 	case s.url = <-urls:
 		return s, nil
 	case <-s.done:
-		return nil, fmt.Errorf("the service exited before it listened; see %s:\n%s", logPath, tail(logPath))
+		return nil, fmt.Errorf("the service exited before it listened; see %s:\n%s", logPath, gotool.Tail(logPath))
 	case <-timer.C:
 		s.stop()
-		return nil, fmt.Errorf("the service did not listen within a minute:\n%s", tail(logPath))
+		return nil, fmt.Errorf("the service did not listen within a minute:\n%s", gotool.Tail(logPath))
 	case <-ctx.Done():
 		s.stop()
 		return nil, ctx.Err()
@@ -322,32 +323,4 @@ func (s *service) stop() {
 		_ = s.cmd.Process.Kill()
 		<-s.done
 	}
-}
-
-// tail returns the last lines of a log, for errors.
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-20):], "\n")
-}
-
-// goCommand is the go command: $GO as make passes it, else go.
-func goCommand() string {
-	if g := os.Getenv("GO"); g != "" {
-		return g
-	}
-	return "go"
-}
-
-// moduleRoot returns the directory of the main module's go.mod.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, goCommand(), "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("finding the module: %w", err)
-	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run from inside the companion module")
-	}
-	return filepath.Dir(mod), nil
 }
