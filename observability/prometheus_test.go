@@ -163,9 +163,13 @@ func (p promAPI) waitFor(ctx context.Context, expr string, want float64) error {
 
 // load is one round of traffic of every kind on the fake model: replies in
 // each personality, weather calls, both tool errors, a length-limited
-// reply, streams, and refused requests.
+// reply, streams, refused requests, and memory: a fact the model keeps, a
+// person's edit of it, a search, a resource erased.
 type load struct {
 	runs, requests int
+	// memoryUpdates counts the working memory updates, erasures the
+	// resources erased.
+	memoryUpdates, erasures int
 }
 
 func runLoad(t *testing.T, svc *apptest.Service) load {
@@ -186,6 +190,10 @@ func runLoad(t *testing.T, svc *apptest.Service) load {
 		{stream, ask("wanderer", "Where should I travel next?", "")},
 		{stream, ask("friend", "What's the weather in Berlin?", "")},
 		{stream, ask("philosopher", "What's the weather in Errorville?", "")},
+		// The model keeps the fact (a working memory update).
+		{gen, ask("friend", "Remember that my sister is called Ana.", "")},
+		// Something to erase.
+		{gen, `{"threadId":"forget-me","resourceId":"forgetful","messages":[{"role":"user","content":"Hi"}]}`},
 	}
 	for _, r := range runs {
 		if res, b := svc.Post(t, r.path, r.body); res.StatusCode != 200 {
@@ -201,13 +209,17 @@ func runLoad(t *testing.T, svc *apptest.Service) load {
 		{http.MethodPost, "/api/agents/otherAgent/generate", ask("friend", "Hi", ""), 404},
 		{http.MethodGet, gen, "", 405},
 		{http.MethodGet, "/health", "", 200},
+		// Memory: a person's edit, a search, an erasure.
+		{http.MethodPost, "/api/memory/threads/load/working-memory?resourceId=user", `{"workingMemory":"- Sister: Ana\n"}`, 200},
+		{http.MethodGet, "/api/memory/search?resourceId=user&searchQuery=sister", "", 200},
+		{http.MethodDelete, "/api/memory/resources/forgetful", "", 200},
 	}
 	for _, r := range refused {
 		if res, b := svc.Do(t, r.method, r.path, r.body); res.StatusCode != r.status {
 			t.Fatalf("%s %s: %d, want %d: %s", r.method, r.path, res.StatusCode, r.status, b)
 		}
 	}
-	return load{runs: len(runs), requests: len(runs) + len(refused)}
+	return load{runs: len(runs), requests: len(runs) + len(refused), memoryUpdates: 2, erasures: 1}
 }
 
 // startPrometheus runs Prometheus on configPath until the test ends and
@@ -338,11 +350,17 @@ scrape_configs:
 		l := runLoad(t, svc)
 		total.runs += l.runs
 		total.requests += l.requests
-		if err := api.waitFor(ctx, `sum(companion_runs_total)`, float64(total.runs)); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		if err := api.waitFor(ctx, `sum(companion_http_requests_total{route!="/metrics"})`, float64(total.requests)); err != nil {
-			t.Fatalf("round %d: %v", round, err)
+		total.memoryUpdates += l.memoryUpdates
+		total.erasures += l.erasures
+		for expr, want := range map[string]int{
+			`sum(companion_runs_total)`:                             total.runs,
+			`sum(companion_http_requests_total{route!="/metrics"})`: total.requests,
+			`sum(companion_working_memory_updates_total)`:           total.memoryUpdates,
+			`sum(companion_resource_erasures_total)`:                total.erasures,
+		} {
+			if err := api.waitFor(ctx, expr, float64(want)); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
 		}
 	}
 

@@ -124,7 +124,13 @@ const (
 const chatHelp = `Commands:
   /new                start a new thread
   /personality NAME   answer as guru, wanderer, friend or philosopher
-  /thread             show the thread's id
+  /thread [ID]        show the thread's id, or go on with thread ID
+  /memory             show what the companion knows of you
+  /memory add TEXT    add a line to it
+  /memory set         replace it with the lines you type next (a line with
+                      only . ends them)
+  /search WORDS       find your past messages (and the replies) with WORDS
+  /forget             erase everything kept about you, after you type yes
   /help               show this
   /quit               quit (so do Ctrl-D, and Ctrl-C at the prompt)
 Ctrl-C while a reply streams stops it.
@@ -155,7 +161,7 @@ func (ch *chat) run(ctx context.Context) error {
 		case line == "":
 			continue
 		case strings.HasPrefix(line, "/"):
-			if ch.command(line) {
+			if ch.command(ctx, line) {
 				return nil
 			}
 		default:
@@ -174,7 +180,7 @@ func (ch *chat) endQuit() {
 }
 
 // command runs a /command and reports whether it quits.
-func (ch *chat) command(line string) (quit bool) {
+func (ch *chat) command(ctx context.Context, line string) (quit bool) {
 	name, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
 	switch name {
@@ -186,6 +192,9 @@ func (ch *chat) command(line string) (quit bool) {
 		ch.flags.thread = newThreadID("chat")
 		ch.note(styleDim, "new thread "+ch.flags.thread)
 	case "/thread":
+		if arg != "" {
+			ch.flags.thread = arg
+		}
 		ch.note(styleDim, "thread "+ch.flags.thread)
 	case "/personality":
 		if arg == "" {
@@ -198,6 +207,12 @@ func (ch *chat) command(line string) (quit bool) {
 		}
 		ch.flags.personality = arg
 		ch.note(styleDim, "personality "+arg)
+	case "/memory":
+		return ch.memory(ctx, arg)
+	case "/search":
+		ch.search(ctx, arg)
+	case "/forget":
+		return ch.forget(ctx)
 	default:
 		ch.note(styleRed, fmt.Sprintf("unknown command %s: /help lists them", name))
 	}

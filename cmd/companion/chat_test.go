@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -349,5 +351,150 @@ func TestChatResumesABrokenStream(t *testing.T) {
 	cg.quit(t)
 	if n := b.seen.Load(); n != 4 {
 		t.Fatalf("%d streams, want 2 turns' and one resumption each", n)
+	}
+}
+
+// waitForTitle waits until the service has titled thread (titles are made
+// after the first exchange, off the reply's path).
+func waitForTitle(t *testing.T, url, thread, resource string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(url + "/api/memory/threads/" + thread + "?resourceId=" + resource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var th api.Thread
+		err = json.NewDecoder(res.Body).Decode(&th)
+		res.Body.Close()
+		if err == nil && th.Title != "" {
+			return th.Title
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %s was not titled: %d %v", thread, res.StatusCode, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestChatMemory: /memory shows what the companion knows, /memory add and
+// /memory set change it, /search finds past messages with their date and
+// thread, /forget erases everything once "yes" is typed, and not before.
+func TestChatMemory(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	cg := startChat(t, svc.URL, "t1")
+	cg.say(t, "/memory")
+	cg.waitFor(t, "nothing kept yet: the companion fills this in as it learns about you (/memory add TEXT adds a line)\n")
+	cg.say(t, "Remember that my sister is called Ana.")
+	cg.waitFor(t, "⚙ updateWorkingMemory (noting what it learned of you)\n→ noted (version 1)\n")
+	cg.say(t, "/memory")
+	cg.waitFor(t, "- Things to avoid (topics, words, reminders):\n- my sister is called Ana\n(version 1, changed ")
+	cg.say(t, "/memory add Likes: the sea")
+	cg.waitFor(t, "kept (version 2)\n")
+	cg.say(t, "/memory")
+	cg.waitFor(t, "- my sister is called Ana\n- Likes: the sea\n(version 2, changed ")
+	cg.say(t, "/memory set")
+	cg.waitFor(t, "type what the companion should know of you; a line with only . ends it (Ctrl-C keeps what it knows)\n")
+	for _, l := range []string{"# About me", "  - Sister: Ana", "."} {
+		cg.say(t, l)
+	}
+	cg.waitFor(t, "kept (version 3)\n")
+	cg.say(t, "/memory")
+	cg.waitFor(t, "# About me\n  - Sister: Ana\n(version 3, changed ")
+	// Ctrl-C while typing a new block keeps the old one.
+	cg.say(t, "/memory set")
+	cg.say(t, "- nothing")
+	cg.interrupts <- os.Interrupt
+	cg.waitFor(t, "nothing changed\n")
+	cg.say(t, "/memory set One line.")
+	cg.waitFor(t, "kept (version 4)\n")
+	cg.say(t, "/memory add")
+	cg.waitFor(t, "error: /memory add needs the text to add, such as /memory add Likes: the sea\n")
+	cg.say(t, "/memory frobnicate")
+	cg.waitFor(t, "unknown command /memory frobnicate: /memory shows it, /memory add TEXT and /memory set change it\n")
+
+	title := waitForTitle(t, svc.URL, "t1", "u1")
+	cg.say(t, "/new")
+	cg.say(t, "/search sister")
+	cg.waitFor(t, "2 messages found for \"sister\", best first:\n")
+	cg.waitFor(t, fmt.Sprintf(" in %q (thread t1)\n   you: Remember that my sister is called Ana.\n", title))
+	cg.waitFor(t, "(/thread ID goes on with a thread)\n")
+	cg.say(t, "/search zebra")
+	cg.waitFor(t, "nothing found for \"zebra\"\n")
+	cg.say(t, "/search")
+	cg.waitFor(t, "error: /search needs the words to look for, such as /search sister\n")
+	cg.say(t, "/thread t1")
+	cg.waitFor(t, "thread t1\n")
+
+	// Anything but yes keeps it all.
+	cg.say(t, "/forget")
+	cg.waitFor(t, "This erases everything kept about u1: every thread, every message, and what the companion knows of you. It cannot be undone. Type yes to go on.\n")
+	cg.say(t, "no")
+	cg.waitFor(t, "nothing was forgotten\n")
+	if got := rolesOf(messagesOf(t, svc.URL, "t1", "u1")); got != "user assistant" {
+		t.Fatalf("after a /forget declined, thread t1 holds %q", got)
+	}
+	cg.say(t, "/forget")
+	cg.say(t, "yes")
+	cg.waitFor(t, "forgotten: 1 thread, ")
+	cg.waitFor(t, " messages, and what the companion knew of you\nnew thread chat-")
+	cg.say(t, "/memory")
+	cg.say(t, "/search sister")
+	cg.quit(t)
+	out := cg.out.String()
+	if !strings.HasSuffix(out, "nothing kept yet: the companion fills this in as it learns about you (/memory add TEXT adds a line)\nnothing found for \"sister\"\n") {
+		t.Fatalf("after /forget, memory and search are not empty:\n%s", out)
+	}
+	if !regexp.MustCompile(`\n1\. \d{4}-\d\d-\d\d \d\d:\d\d in "`).MatchString(out) {
+		t.Errorf("a search result has no date:\n%s", out)
+	}
+	res, err := http.Get(svc.URL + "/api/memory/threads/t1?resourceId=u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("after /forget, GET thread t1: %d, want 404", res.StatusCode)
+	}
+}
+
+// TestChatForgetNeedsAResource: /forget without --resource says how to
+// name one; the end of the input at its question quits, erasing nothing.
+func TestChatForgetNeedsAResource(t *testing.T) {
+	svc := apptest.Start(t, nil)
+	c, err := client.New(svc.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 4)
+	out := &testkit.Buffer{}
+	ch := &chat{c: c, flags: clientFlags{url: svc.URL, thread: "t1", personality: api.PersonalityFriend},
+		lines: lines, interrupts: make(chan os.Signal), screen: screen{out: out, notes: out}}
+	lines <- "/forget"
+	close(lines)
+	if err := ch.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "error: /forget erases the memory of the resource the chat is for: start the chat with --resource (or COMPANION_RESOURCE)\n") {
+		t.Fatalf("no word of --resource:\n%s", out)
+	}
+
+	if _, err := c.Generate(context.Background(), api.GenerateRequest{ThreadID: "t2", ResourceID: "u1", Messages: []api.Message{{Role: "user", Content: "Hi"}}}); err != nil {
+		t.Fatal(err)
+	}
+	lines = make(chan string, 4)
+	out = &testkit.Buffer{}
+	ch = &chat{c: c, flags: clientFlags{url: svc.URL, thread: "t2", resource: "u1", personality: api.PersonalityFriend},
+		lines: lines, interrupts: make(chan os.Signal), screen: screen{out: out, notes: out}}
+	lines <- "/forget"
+	close(lines)
+	if err := ch.run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(out.String(), "Type yes to go on.\nnothing was forgotten\n") {
+		t.Fatalf("the end of the input at the question:\n%s", out)
+	}
+	if got := rolesOf(messagesOf(t, svc.URL, "t2", "u1")); got != "user assistant" {
+		t.Fatalf("thread t2 holds %q", got)
 	}
 }

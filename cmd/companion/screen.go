@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -8,6 +9,10 @@ import (
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/client"
 )
+
+// workingMemoryTool is the tool through which the model changes what the
+// companion knows of the person (its working memory).
+const workingMemoryTool = "updateWorkingMemory"
 
 // screen writes a streamed reply as `companion chat` and `ask` show it: its
 // text on out as it comes, and notes (tool calls, their results, tool
@@ -26,11 +31,22 @@ type screen struct {
 func (s *screen) show(ev client.Event) *api.StreamError {
 	switch p := ev.Payload.(type) {
 	case api.ToolCall:
+		if p.ToolName == workingMemoryTool {
+			// Its arguments are the whole block: /memory shows it.
+			s.note(styleDim, "⚙ "+p.ToolName+" (noting what it learned of you)")
+			break
+		}
 		s.note(styleDim, "⚙ "+p.ToolName+" "+compactJSON(p.Args))
 	case api.ToolResult:
-		if !p.IsError { // a failed call's error event said it
-			s.note(styleDim, "→ "+summarize(p.Result))
+		if p.IsError { // a failed call's error event said it
+			break
 		}
+		var kept struct{ Version int64 }
+		if p.ToolName == workingMemoryTool && json.Unmarshal(p.Result, &kept) == nil && kept.Version > 0 {
+			s.note(styleDim, fmt.Sprintf("→ noted (version %d)", kept.Version))
+			break
+		}
+		s.note(styleDim, "→ "+summarize(p.Result))
 	case api.RunFinishPayload:
 		if s.cutShort && p.FinishReason == api.FinishLength {
 			s.note(styleDim, "(cut short: the reply reached the output limit)")

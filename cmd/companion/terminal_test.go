@@ -200,6 +200,7 @@ func TestTerminalClients(t *testing.T) {
 	svc := serveForTerminal(t, bin)
 	t.Run("chat", func(t *testing.T) { testChatInTerminal(t, bin, svc) })
 	t.Run("chat quits", func(t *testing.T) { testChatQuits(t, bin, svc) })
+	t.Run("chat memory", func(t *testing.T) { testChatMemory(t, bin, svc) })
 	t.Run("ask", func(t *testing.T) { testAsk(t, bin, svc) })
 }
 
@@ -301,6 +302,51 @@ func testChatQuits(t *testing.T, bin string, svc *proc) {
 	term.expect("you> ")
 	term.press("\x04")
 	term.exited()
+}
+
+// testChatMemory: on a terminal, what the companion noted shows with
+// /memory, /memory set reads a block line by line, /search finds the fact,
+// and /forget erases everything once yes is typed.
+func testChatMemory(t *testing.T, bin string, svc *proc) {
+	term := startTerminal(t, bin, clientEnv("COMPANION_URL="+svc.url, "COMPANION_RESOURCE=u-memory", "TERM=xterm-256color"), "chat", "--thread", "m1")
+	term.expect("you> ")
+	term.typeLine("Remember that my sister is called Ana.")
+	term.expect("Remember that my sister is called Ana.\n⚙ updateWorkingMemory (noting what it learned of you)\n→ noted (version 1)\n")
+	term.expect(`I'll remember that: "my sister is called Ana".`)
+	term.expect("\nyou> ")
+	term.typeLine("/memory")
+	term.expect("/memory\n# About the user\n")
+	term.expect("- my sister is called Ana\n(version 1, changed ")
+	term.expect("you> ")
+
+	term.typeLine("/memory set")
+	term.expect("a line with only . ends it (Ctrl-C keeps what it knows)\n... ")
+	term.typeLine("# About me")
+	term.expect("... ")
+	term.typeLine("- Sister: Ana")
+	term.expect("... ")
+	term.typeLine(".")
+	term.expect("kept (version 2)\nyou> ")
+
+	term.typeLine("/search sister")
+	term.expect("found for \"sister\", best first:\n")
+	term.expect(`(thread m1)` + "\n   you: Remember that my sister is called Ana.\n")
+	term.expect("you> ")
+
+	term.typeLine("/forget")
+	term.expect("It cannot be undone. Type yes to go on.\nforget everything? ")
+	term.typeLine("yes")
+	term.expect("forgotten: 1 thread, ")
+	term.expect("new thread chat-")
+	term.expect("you> ")
+	term.typeLine("/memory")
+	term.expect("nothing kept yet")
+	term.expect("you> ")
+	term.press("\x04")
+	term.exited()
+	if !strings.Contains(term.rawScreen(), "\x1b[33mforgotten: ") {
+		t.Errorf("the erasure is not in its colour:\n%q", term.rawScreen())
+	}
 }
 
 // testAsk runs `companion ask` as a script would: the reply on stdout (tool

@@ -302,3 +302,69 @@ func TestTraceIDWithoutExport(t *testing.T) {
 		t.Fatalf("traceId %q", id)
 	}
 }
+
+// TestTraceOfAWorkingMemoryUpdate: "Remember ..." makes the model call
+// updateWorkingMemory, whose update has a span of its own under the tool's,
+// with the scope, version and size, not the block; so does a person's
+// edit through the API.
+func TestTraceOfAWorkingMemoryUpdate(t *testing.T) {
+	svc, exp := tracedService(t, nil)
+	res, body := svc.Post(t, generatePath, ask("Remember that my sister is called Ana."))
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	spans := spansOf(t, exp, decode(t, body).TraceID)
+	want := `POST /api/agents/{agentId}/generate (server)
+  companion.recall (internal)
+  invoke_agent companionAgent (internal)
+    step (internal)
+      chat fake (client)
+      execute_tool updateWorkingMemory (internal)
+        companion.working_memory.update (internal)
+    step (internal)
+      chat fake (client)
+`
+	got := telemetrytest.Tree(spans)
+	if got != want {
+		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
+	}
+	t.Logf("span tree of a working memory update:\n%s", got)
+	update := named(t, spans, "companion.working_memory.update")[0]
+	wantAttrs(t, update, map[string]any{"companion.working_memory.scope": "resource", "companion.working_memory.version": 1})
+	if n := telemetrytest.Attrs(update)["companion.working_memory.bytes"].AsInt64(); n < int64(len("- my sister is called Ana")) {
+		t.Errorf("companion.working_memory.bytes is %d", n)
+	}
+	for _, kv := range update.Attributes {
+		if strings.Contains(kv.Value.Emit(), "sister") {
+			t.Errorf("the span records the block: %s = %s", kv.Key, kv.Value.Emit())
+		}
+	}
+
+	// A person's edit: its own trace, from the route.
+	const caller = "5bf92f3577b34da6a3ce929d0e0e4737"
+	res, body = svc.DoHeader(t, http.MethodPost, "/api/memory/threads/thread-7/working-memory?resourceId=user-7", `{"workingMemory":"- Sister: Ana\n"}`,
+		http.Header{"Traceparent": {"00-" + caller + "-00f067aa0ba902b7-01"}})
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	spans = spansOf(t, exp, caller)
+	want = `POST /api/memory/threads/{threadId}/working-memory (server)
+  companion.working_memory.update (internal)
+`
+	if got := telemetrytest.Tree(spans); got != want {
+		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
+	}
+	wantAttrs(t, named(t, spans, "companion.working_memory.update")[0], map[string]any{"companion.working_memory.version": 2, "companion.working_memory.bytes": len("- Sister: Ana\n")})
+
+	// Refused (past its size limit): the span says why.
+	res, body = svc.DoHeader(t, http.MethodPost, "/api/memory/threads/thread-7/working-memory?resourceId=user-7",
+		`{"workingMemory":"`+strings.Repeat("x", 17<<10)+`"}`, http.Header{"Traceparent": {"00-" + caller[:31] + "8-00f067aa0ba902b7-01"}})
+	if res.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	failed := named(t, spansOf(t, exp, caller[:31]+"8"), "companion.working_memory.update")[0]
+	if failed.Status.Code != codes.Error || !strings.Contains(failed.Status.Description, "more than its limit") {
+		t.Errorf("the refused update's span: %+v", failed.Status)
+	}
+	wantAttrs(t, failed, map[string]any{"error.type": "too_large"})
+}

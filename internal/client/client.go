@@ -1,7 +1,8 @@
 // Package client is a Go client of the companion API (docs/api.md): generate,
-// stream in the seed dialect (resumed after a break), resume and cancel. It
-// speaks the wire types of internal/api; errors carry the service's
-// {"error": ...} message and status.
+// stream in the seed dialect (resumed after a break), resume and cancel; and
+// what the service keeps of a person (docs/memory.md): working memory, search
+// over past conversations, erasure. It speaks the wire types of internal/api;
+// errors carry the service's {"error": ...} message and status.
 package client
 
 import (

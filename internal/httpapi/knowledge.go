@@ -322,7 +322,11 @@ func importText(raw json.RawMessage) (string, error) {
 // everything kept about the resource, erased in one transaction.
 func (s *Server) handleEraseResource() http.HandlerFunc {
 	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
-		if _, err := strictQuery(r.URL.RawQuery, "agentId"); err != nil {
+		q, err := strictQuery(r.URL.RawQuery, "agentId")
+		if err != nil {
+			return nil, err
+		}
+		if err := agentParam(q); err != nil {
 			return nil, err
 		}
 		raw := chi.URLParam(r, "resourceId")

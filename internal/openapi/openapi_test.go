@@ -38,6 +38,9 @@ const (
 	chatPath    = agent + "/chat"
 	threads     = "/api/memory/threads"
 	usagePath   = "/api/memory/usage"
+	searchPath  = "/api/memory/search"
+	savePath    = "/api/memory/save-messages"
+	resources   = "/api/memory/resources/"
 	berlin      = "What's the weather in Berlin?"
 	errorville  = "What's the weather in Errorville?"
 	story       = "Tell me a long story about the sea."
@@ -103,6 +106,7 @@ func TestResponsesMatchTheDocument(t *testing.T) {
 		t.Run("run timeout", func(t *testing.T) { t.Parallel(); timeoutScenarios(t, c) })
 		t.Run("provider failures", func(t *testing.T) { t.Parallel(); providerScenarios(t, c) })
 		t.Run("store failure", func(t *testing.T) { t.Parallel(); storeScenarios(t, c) })
+		t.Run("memory", func(t *testing.T) { t.Parallel(); memoryScenarios(t, c) })
 	})
 	if t.Failed() {
 		return
@@ -117,7 +121,9 @@ var untestable = []struct {
 	status int
 	why    string
 }{
-	{[]string{"generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage", "health", "ready", "metrics"}, 500,
+	{[]string{"generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
+		"getWorkingMemory", "updateWorkingMemory", "listWorkingMemoryVersions", "restoreWorkingMemory", "searchMemory", "saveMessages", "eraseResource",
+		"health", "ready", "metrics"}, 500,
 		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (A reply that cannot be saved is the store's failure: generate answers 503, tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
 	{[]string{"cancelRun", "metrics"}, 503,
 		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
@@ -330,6 +336,20 @@ func authScenarios(t *testing.T, c *checker) {
 	want(t, res, b, 403)
 	res, b = c.do(t, svc, "GET", usagePath, "", bearer)
 	want(t, res, b, 200)
+	// The memory routes: another resource's working memory, search,
+	// import and erasure are refused.
+	for _, r := range []operation{{"GET", threads + "/a-2/working-memory?resourceId=user-2", ""},
+		{"POST", threads + "/a-2/working-memory?resourceId=user-2", `{"workingMemory":"- Mine"}`},
+		{"GET", threads + "/a-2/working-memory/versions?resourceId=user-2", ""},
+		{"POST", threads + "/a-2/working-memory/restore?resourceId=user-2", `{"version":1}`},
+		{"GET", searchPath + "?resourceId=user-2&searchQuery=sister", ""},
+		{"POST", savePath, saveBody("a-2", "user-2", "Hi")},
+		{"DELETE", resources + "user-2", ""}} {
+		res, b = c.do(t, svc, r.method, r.path, r.body, bearer)
+		want(t, res, b, 403)
+	}
+	res, b = c.do(t, svc, "GET", searchPath+"?searchQuery=hi", "", bearer)
+	want(t, res, b, 200)
 	res, b = c.do(t, svc, "GET", "/health", "", nil)
 	want(t, res, b, 200)
 }
@@ -351,6 +371,13 @@ func everyOperation(thread, run string) []operation {
 		{"DELETE", threads + "/" + thread + owned, ""},
 		{"GET", threads + "/" + thread + "/messages" + owned, ""},
 		{"GET", usagePath + owned, ""},
+		{"GET", threads + "/" + thread + "/working-memory" + owned, ""},
+		{"POST", threads + "/" + thread + "/working-memory" + owned, `{"workingMemory":"- Sister: Ana"}`},
+		{"GET", threads + "/" + thread + "/working-memory/versions" + owned, ""},
+		{"POST", threads + "/" + thread + "/working-memory/restore" + owned, `{"version":1}`},
+		{"GET", searchPath + owned + "&searchQuery=sister", ""},
+		{"POST", savePath, saveBody(thread, resourceOne, "Hi")},
+		{"DELETE", resources + resourceOne, ""},
 		{"GET", "/health", ""},
 		{"GET", "/ready", ""},
 		{"GET", "/metrics", ""},
@@ -390,7 +417,8 @@ func headerScenarios(t *testing.T, c *checker) {
 func slowBodyScenarios(t *testing.T, c *checker) {
 	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.BodyReadTimeout = 200 * time.Millisecond })
 	addr := strings.TrimPrefix(svc.URL, "http://")
-	for _, r := range []operation{{"POST", generate, ""}, {"POST", streamPath, ""}, {"POST", chatPath, ""}, {"PATCH", threads + "/slow" + owned, ""}} {
+	for _, r := range []operation{{"POST", generate, ""}, {"POST", streamPath, ""}, {"POST", chatPath, ""}, {"PATCH", threads + "/slow" + owned, ""},
+		{"POST", threads + "/slow/working-memory" + owned, ""}, {"POST", threads + "/slow/working-memory/restore" + owned, ""}, {"POST", savePath, ""}} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -576,8 +604,94 @@ func storeScenarios(t *testing.T, c *checker) {
 	for _, r := range []operation{{"GET", "/ready", ""}, {"POST", generate, runBody("new", "Hi")},
 		{"GET", threads + owned, ""}, {"GET", threads + "/kept" + owned, ""}, {"GET", threads + "/kept/messages" + owned, ""},
 		{"PATCH", threads + "/kept" + owned, `{"title":"x"}`}, {"DELETE", threads + "/kept" + owned, ""},
-		{"GET", usagePath + owned, ""}} {
+		{"GET", usagePath + owned, ""},
+		{"GET", threads + "/kept/working-memory" + owned, ""}, {"POST", threads + "/kept/working-memory" + owned, `{"workingMemory":"- Sister: Ana"}`},
+		{"GET", threads + "/kept/working-memory/versions" + owned, ""}, {"POST", threads + "/kept/working-memory/restore" + owned, `{"version":1}`},
+		{"GET", searchPath + owned + "&searchQuery=hi", ""}, {"POST", savePath, saveBody("kept", resourceOne, "Hi")},
+		{"DELETE", resources + resourceOne, ""}} {
 		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 		want(t, res, b, 503)
 	}
+}
+
+// saveBody is a save-messages request of one user message on thread, for
+// resource.
+func saveBody(thread, resource, text string) string {
+	b, _ := json.Marshal(text)
+	return fmt.Sprintf(`{"messages":[{"threadId":%q,"resourceId":%q,"role":"user","content":%s}]}`, thread, resource, b)
+}
+
+// memoryScenarios: what the companion knows of its user (working memory,
+// its versions), search over past conversations, an imported history and
+// the erasure of a resource, in the default configuration.
+func memoryScenarios(t *testing.T, c *checker) {
+	svc := apptest.Start(t, nil)
+	do := func(method, path, body string, status int, kv ...string) {
+		t.Helper()
+		res, b := c.do(t, svc, method, path, body, header(kv...))
+		want(t, res, b, status)
+	}
+	wm := threads + "/m-1/working-memory"
+
+	// Working memory: before anything is kept, on a thread that does not
+	// exist yet; the model's update ("Remember ..."); a person's edit,
+	// also as Mastra's client sends it (text/plain); the versions; a
+	// restore.
+	do("GET", wm+owned, "", 200)
+	do("POST", generate, runBody("m-1", "Remember that my sister is called Ana."), 200)
+	do("GET", wm+owned+"&agentId=companionAgent", "", 200)
+	do("GET", wm+"?resourceid="+resourceOne, "", 200)
+	do("POST", wm+owned, `{"workingMemory":"# About the user\n- People who matter to them: Ana, her sister\n"}`, 200)
+	do("POST", wm, `{"workingMemory":"# About the user\n- Sister: Ana\n","resourceId":"user-1"}`, 200, "Content-Type", "text/plain;charset=UTF-8")
+	do("GET", wm+"/versions"+owned, "", 200)
+	do("POST", wm+"/restore"+owned, `{"version":1}`, 200)
+	do("POST", wm+"/restore", `{"version":2,"resourceId":"user-1"}`, 200)
+
+	// Working memory refused: a malformed query or body, another
+	// resource's thread, another agent, a version not kept, a block past
+	// its limit, a body too large or not JSON.
+	for _, p := range []string{wm, wm + "/versions"} {
+		do("GET", p+"?resourceId=a&resourceId=b", "", 400)
+		do("GET", p+"?resourceId=user-2", "", 403)
+		do("GET", p+owned+"&agentId=otherAgent", "", 404)
+	}
+	do("POST", wm+owned, `{}`, 400)
+	do("POST", wm+owned, `{"workingMemory":"x","resourceId":"user-2"}`, 400)
+	do("POST", wm+"?resourceId=user-2", `{"workingMemory":"- Mine"}`, 403)
+	do("POST", wm+owned+"&agentId=otherAgent", `{"workingMemory":"- Ana"}`, 404)
+	do("POST", wm+owned, fmt.Sprintf(`{"workingMemory":%q}`, strings.Repeat("- Ana\n", 4<<10)), 413)
+	do("POST", wm+"/restore"+owned, `{"version":0}`, 400)
+	do("POST", wm+"/restore?resourceId=user-2", `{"version":1}`, 403)
+	do("POST", wm+"/restore"+owned, `{"version":99}`, 404)
+	huge := fmt.Sprintf(`{"workingMemory":%q}`, strings.Repeat("x", 1<<20))
+	for _, p := range []string{wm + owned, wm + "/restore" + owned, savePath} {
+		do("POST", p, huge, 413)
+		do("POST", p, `{"version":1}`, 415, "Content-Type", "application/xml")
+	}
+
+	// A history moved in from elsewhere, with its dates; saved again, it
+	// is not stored twice.
+	history := `{"messages":[{"id":"h-1","threadId":"m-old","resourceId":"user-1","role":"user","content":"My sister Ana moved to Lisbon.","createdAt":"2026-01-02T10:00:00Z"},` +
+		`{"id":"h-2","threadId":"m-old","resourceId":"user-1","role":"assistant","content":[{"type":"text","text":"Lisbon is lovely."}],"createdAt":"2026-01-02T10:00:05Z"}]}`
+	do("POST", savePath, history, 200)
+	do("POST", savePath+"?agentId=companionAgent", history, 200)
+	do("POST", savePath, `{"messages":[]}`, 400)
+	do("POST", savePath, saveBody("m-1", "user-2", "Mine now"), 403)
+	do("POST", savePath+"?agentId=otherAgent", history, 404)
+
+	// Search: the imported history and the turns, with a thread and a
+	// limit, in Mastra's lower-case spelling; refused without words, with
+	// a limit out of range, for another agent.
+	do("GET", searchPath+owned+"&searchQuery=Lisbon", "", 200)
+	do("GET", searchPath+"?resourceid="+resourceOne+"&searchQuery=sister&threadId=m-1&limit=5&agentId=companionAgent", "", 200)
+	do("GET", searchPath+owned, "", 400)
+	do("GET", searchPath+owned+"&searchQuery=sister&limit=0", "", 400)
+	do("GET", searchPath+owned+"&searchQuery=sister&agentId=otherAgent", "", 404)
+
+	// The erasure of everything kept about a resource, and of one that
+	// has nothing kept.
+	do("DELETE", resources+resourceOne, "", 200)
+	do("DELETE", resources+"nobody?agentId=companionAgent", "", 200)
+	do("DELETE", resources+resourceOne+"?agentId=a&agentId=b", "", 400)
+	do("DELETE", resources+resourceOne+"?agentId=otherAgent", "", 404)
 }

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/memory"
@@ -358,8 +361,14 @@ func lines(s string) []string {
 
 // updateWorkingMemory stores an update of working memory wm, within the
 // size limit; the cause of a failure is logged, the client sees a store
-// failure.
+// failure. Its span, companion.working_memory.update, says the scope, the
+// version stored and the block's size (never the block: it is about a
+// person), or why nothing was stored.
 func (t *Turns) updateWorkingMemory(ctx context.Context, wm memory.WorkingMemory, cfg WorkingMemoryConfig, update memory.WorkingMemoryUpdate) (memory.WorkingMemory, error) {
+	ctx, span := t.startSpan(ctx, "working_memory.update")
+	defer span.End()
+	span.SetAttributes(attribute.String("companion.working_memory.scope", wm.Scope))
+	size := 0
 	stored, err := t.cfg.Store.UpdateWorkingMemory(ctx, wm, func(cur memory.WorkingMemory) (string, error) {
 		next, err := update(cur)
 		if err != nil {
@@ -368,11 +377,16 @@ func (t *Turns) updateWorkingMemory(ctx context.Context, wm memory.WorkingMemory
 		if len(next) > cfg.MaxBytes {
 			return "", apperr.New(apperr.TooLarge, "working memory would be %d bytes, more than its limit of %d (-working-memory-max-bytes): keep what matters, shorter", len(next), cfg.MaxBytes)
 		}
+		size = len(next)
 		return next, nil
 	})
 	if err != nil {
-		return stored, storeErr(err)
+		err = storeErr(err)
+		span.SetAttributes(attribute.String("error.type", string(apperr.CodeOf(err))))
+		span.SetStatus(codes.Error, err.Error())
+		return stored, err
 	}
+	span.SetAttributes(attribute.Int64("companion.working_memory.version", stored.Version), attribute.Int("companion.working_memory.bytes", size))
 	t.cfg.Observer.WorkingMemoryUpdated(wm.Scope)
 	return stored, nil
 }

@@ -1,5 +1,8 @@
 // @mastra/client-js 0.17.2 against the service: generate, stream through
-// processDataStream in Mastra's dialect, and the memory thread calls.
+// processDataStream in Mastra's dialect, the memory thread calls, working
+// memory (getWorkingMemory, updateWorkingMemory) and the memory search
+// (which 0.17.2 has no method for: it goes through the client's own
+// request helper).
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { MastraClient } from '@mastra/client-js';
@@ -269,5 +272,86 @@ describe('memory threads', () => {
     const threads = await getJSON(`/api/memory/threads?resourceId=${encodeURIComponent(resourceId)}&agentId=${agentId}`);
     const list = Array.isArray(threads) ? threads : threads.threads;
     assert.ok(!list.some((t) => t.id === threadId), 'the deleted thread is still listed');
+  });
+});
+
+describe('working memory and search', () => {
+  const threadId = uniqueId('mastra-working-memory');
+  const FACT = 'Remember that my sister is called Ana.';
+  // The version before this describe's updates: the resource is shared by
+  // every script, so counts are relative.
+  let before = 0;
+
+  // checkWorkingMemory checks getWorkingMemory's answer against Mastra's
+  // shape (workingMemory, source, workingMemoryTemplate, threadExists).
+  function checkWorkingMemory(wm) {
+    assert.ok(wm && typeof wm === 'object', `getWorkingMemory answered ${JSON.stringify(wm)}`);
+    assert.ok(wm.workingMemory === null || typeof wm.workingMemory === 'string', `workingMemory is neither a string nor null: ${JSON.stringify(wm)}`);
+    assert.equal(wm.source, 'resource');
+    assert.equal(wm.workingMemoryTemplate?.format, 'markdown');
+    assert.match(wm.workingMemoryTemplate.content, /^# About the user/);
+    assert.equal(typeof wm.threadExists, 'boolean');
+    assert.equal(typeof wm.version, 'number');
+    return wm;
+  }
+
+  const read = async () => checkWorkingMemory(await client.getWorkingMemory({ agentId, threadId, resourceId }));
+
+  test('getWorkingMemory answers in Mastra\'s shape for a thread not started yet', async () => {
+    const wm = await read();
+    assert.equal(wm.threadExists, false);
+    before = wm.version;
+  });
+
+  test('"Remember that ..." makes the model call updateWorkingMemory; getWorkingMemory shows the fact', async () => {
+    const res = await agent.generate(params(threadId, FACT));
+    const call = unwrap(res.toolCalls?.[0]);
+    assert.equal(call?.toolName, 'updateWorkingMemory', `want an updateWorkingMemory call, got ${JSON.stringify(res.toolCalls)}`);
+    assert.equal(typeof call.args?.memory, 'string');
+    const result = unwrap(res.toolResults?.[0]);
+    assert.equal(result?.result?.success, true, `the update failed: ${JSON.stringify(res.toolResults)}`);
+    const wm = await read();
+    assert.equal(wm.threadExists, true);
+    assert.match(wm.workingMemory, /^- my sister is called Ana$/m);
+    assert.equal(wm.version, before + 1);
+    assert.ok(!Number.isNaN(Date.parse(wm.updatedAt)), `updatedAt is not a date: ${wm.updatedAt}`);
+  });
+
+  test('updateWorkingMemory stores a person\'s edit as the next version', async () => {
+    const edited = '# About the user\n- People who matter to them: Ana, my sister\n';
+    const res = await client.updateWorkingMemory({ agentId, threadId, resourceId, workingMemory: edited });
+    assert.deepEqual(res, { success: true, version: before + 2 });
+    const wm = await read();
+    assert.equal(wm.workingMemory, edited);
+    assert.equal(wm.version, before + 2);
+    // Resource scope: another thread of the resource sees the same block.
+    const other = checkWorkingMemory(await client.getWorkingMemory({ agentId, threadId: uniqueId('mastra-other'), resourceId }));
+    assert.equal(other.workingMemory, edited);
+    assert.equal(other.threadExists, false);
+  });
+
+  test('the memory search finds the message in Mastra\'s shape, with its thread and context', async () => {
+    const q = new URLSearchParams({ searchQuery: 'sister', resourceId, agentId, limit: '50' });
+    const res = await client.request(`/api/memory/search?${q}`);
+    assert.ok(Array.isArray(res.results), `the search answered no results array: ${JSON.stringify(res).slice(0, 300)}`);
+    assert.equal(res.count, res.results.length);
+    assert.equal(res.query, 'sister');
+    assert.equal(res.searchScope, 'resource');
+    assert.equal(res.searchType, 'text');
+    for (const r of res.results) {
+      for (const k of ['id', 'role', 'content', 'createdAt', 'threadId']) assert.equal(typeof r[k], 'string', `a result without ${k}: ${JSON.stringify(r)}`);
+      assert.equal(typeof r.threadTitle, 'string');
+      assert.ok(Array.isArray(r.context?.before) && Array.isArray(r.context?.after), `a result without context: ${JSON.stringify(r)}`);
+    }
+    const mine = res.results.find((r) => r.threadId === threadId && r.role === 'user');
+    assert.ok(mine, `the search does not find the message of ${threadId}: ${JSON.stringify(res.results).slice(0, 500)}`);
+    assert.equal(mine.content, FACT);
+    assert.ok(Math.abs(Date.now() - Date.parse(mine.createdAt)) < 15 * 60_000, `createdAt is not the message's: ${mine.createdAt}`);
+    assert.equal(mine.context.before.length, 0);
+    assert.ok(mine.context.after.some((m) => m.role === 'assistant'), `the reply is not in the result's context: ${JSON.stringify(mine.context)}`);
+
+    const none = await client.request(`/api/memory/search?${new URLSearchParams({ searchQuery: 'zebra', resourceId, agentId })}`);
+    assert.deepEqual(none.results, []);
+    assert.equal(none.count, 0);
   });
 });

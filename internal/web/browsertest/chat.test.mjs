@@ -38,6 +38,7 @@ const FIRST = 'How do I start my day well?';
 const WEATHER = "What's the weather in Berlin?";
 const BROKEN_WEATHER = "What's the weather in Errorville?";
 const LONG = 'Tell me something kind about rainy days, please.';
+const REMEMBER = 'Remember that my sister is called Ana.';
 
 let browser;
 
@@ -104,13 +105,18 @@ const ui = (page) => ({
   useSettings: page.getByRole('button', { name: 'Use these settings' }),
   newThread: page.getByRole('button', { name: 'New thread' }),
   threadsToggle: page.getByRole('button', { name: 'Threads' }),
-  threads: page.getByRole('navigation', { name: 'Threads' }).getByRole('listitem'),
+  threads: page.getByRole('navigation', { name: 'Threads' }).getByRole('list', { name: 'Your threads' }).getByRole('listitem'),
   message: page.getByRole('textbox', { name: 'Message' }),
   send: page.getByRole('button', { name: 'Send' }),
   stop: page.getByRole('button', { name: 'Stop' }),
   personality: page.getByRole('combobox', { name: 'Personality' }),
   status: page.getByRole('status').first(),
   log: page.getByRole('log'),
+  memoryOpen: page.getByRole('button', { name: 'What I know about you' }),
+  panel: page.getByRole('dialog', { name: 'What I know about you' }),
+  notes: page.getByRole('dialog', { name: 'What I know about you' }).getByRole('textbox', { name: 'Notes about you' }),
+  search: page.getByRole('searchbox', { name: 'Search past conversations' }),
+  found: page.getByRole('region', { name: 'Found' }),
   replies: page.getByRole('log').getByRole('article', { name: 'Companion' }),
   asked: page.getByRole('log').getByRole('article', { name: 'You' }),
 });
@@ -411,5 +417,144 @@ describe('web chat, phone-sized', () => {
       assert.ok(box && box.y >= 0 && box.y + box.height <= PHONE.height && box.x + box.width <= PHONE.width, 'a control is off the screen');
     }
     await shot(page, 'phone');
+  });
+});
+
+describe('what the companion knows, search, and forgetting everything', () => {
+  let page;
+  let u;
+
+  before(async () => {
+    page = await newPage(DESKTOP, 'memory');
+    u = ui(page);
+  });
+
+  // openPanel opens "What I know about you" and waits until it has read
+  // what the companion knows.
+  async function openPanel() {
+    await u.memoryOpen.click();
+    await u.panel.waitFor();
+    await page.waitForFunction(() => document.getElementById('memory-status').textContent !== 'Reading…');
+  }
+
+  test('"Remember that ..." is noted, and the panel shows what the companion knows', async () => {
+    await page.goto(baseUrl + '/');
+    await signIn(page);
+    await u.replies.first().waitFor();
+    await u.newThread.click();
+    const { reply } = await sendAndWatch(page, REMEMBER);
+    await reply.getByText('Noted in what I know about you.').waitFor();
+    await openPanel();
+    assert.match(await u.notes.inputValue(), /^# About the user$/m);
+    assert.match(await u.notes.inputValue(), /^- my sister is called Ana$/m);
+    await u.panel.getByText(/^Last changed /).waitFor();
+    // The panel is modal, and holds the focus.
+    assert.ok(await page.evaluate(() => document.getElementById('memory').contains(document.activeElement)));
+    await shot(page, 'desktop-memory');
+  });
+
+  test('an edit is saved, and is what the companion knows after a reload', async () => {
+    const edited = (await u.notes.inputValue())
+      .replace('- People who matter to them:', '- People who matter to them: Ana, my sister')
+      .replace(/^- my sister is called Ana\n?/m, '');
+    assert.ok(!edited.includes('called Ana'));
+    await u.notes.fill(edited);
+    const saved = page.waitForResponse((r) => r.url().includes('/working-memory') && r.request().method() === 'POST');
+    await u.panel.getByRole('button', { name: 'Save' }).click();
+    const res = await saved;
+    assert.equal(res.status(), 200);
+    assert.deepEqual(await res.json(), { success: true, version: 2 });
+    await u.panel.getByText('Saved (version 2).').waitFor();
+    // Escape closes the panel.
+    await page.keyboard.press('Escape');
+    await u.panel.waitFor({ state: 'hidden' });
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'memory-open');
+
+    await page.reload();
+    await u.replies.first().waitFor();
+    await openPanel();
+    assert.equal(await u.notes.inputValue(), edited);
+    await u.panel.getByRole('button', { name: 'Close' }).click();
+    await u.panel.waitFor({ state: 'hidden' });
+  });
+
+  test('search finds a past message, with its date and thread title, and opens its thread', async () => {
+    await u.newThread.click();
+    assert.equal(await u.asked.count(), 0);
+    await u.search.fill('zebra');
+    await page.keyboard.press('Enter');
+    await u.found.getByText('Nothing found for “zebra”.').waitFor();
+
+    const started = Date.now();
+    await u.search.fill('sister');
+    await page.keyboard.press('Enter');
+    await u.found.getByText(/messages? for “sister”/).waitFor();
+    // The person's own message (the companion's reply to it is found too).
+    const result = u.found.getByRole('button', { name: new RegExp('^You ' + REMEMBER.replace('.', '\\.')) });
+    await result.waitFor();
+    assert.equal(await result.locator('.result-who').textContent(), 'You');
+    assert.equal(await result.locator('.result-thread').textContent(), REMEMBER);
+    const date = new Date(await result.locator('time').getAttribute('datetime'));
+    assert.ok(Math.abs(started - date.getTime()) < 15 * 60_000, `the result's date is not the message's: ${date.toISOString()}`);
+    assert.ok((await result.locator('time').textContent()).length > 0);
+    await shot(page, 'desktop-search');
+
+    await result.click();
+    await page.getByRole('heading', { level: 2, name: REMEMBER }).waitFor();
+    const message = u.asked.filter({ hasText: REMEMBER });
+    await message.waitFor();
+    assert.match(await message.getAttribute('class'), /\bfound\b/);
+    assert.equal(await u.threads.getByRole('button', { name: new RegExp(REMEMBER.replace('.', '\\.')) }).getAttribute('aria-current'), 'page');
+  });
+
+  test('forget everything asks first, then erases every thread and what the companion knows', async () => {
+    const threads = await u.threads.count();
+    assert.ok(threads >= 3, `only ${threads} threads before forgetting`);
+    await openPanel();
+    const forget = u.panel.getByRole('button', { name: 'Forget everything' });
+
+    // Declined: nothing is erased.
+    let asked = '';
+    page.once('dialog', (d) => {
+      asked = `${d.type()}: ${d.message()}`;
+      d.dismiss();
+    });
+    await forget.click();
+    await u.panel.getByText('Nothing was forgotten.').waitFor();
+    assert.match(asked, new RegExp(`^confirm: Forget everything kept about ${resourceId}\\?`));
+    assert.equal(await u.threads.count(), threads);
+    assert.notEqual(await u.notes.inputValue(), '');
+
+    // Confirmed.
+    const erased = page.waitForResponse((r) => r.url().includes('/api/memory/resources/'));
+    page.once('dialog', (d) => d.accept());
+    await forget.click();
+    const res = await erased;
+    assert.equal(res.request().method(), 'DELETE');
+    assert.equal(res.status(), 200);
+    const body = await res.json();
+    assert.equal(body.threads, threads);
+    assert.ok(body.workingMemories >= 1, `no working memory erased: ${JSON.stringify(body)}`);
+    await u.panel.getByText(/^Forgotten: \d+ conversations, \d+ messages and what the companion knew about you\.$/).waitFor();
+    assert.equal(await u.notes.inputValue(), '');
+    await u.panel.getByText('Nothing kept yet').waitFor();
+    await shot(page, 'desktop-forgotten');
+    await u.panel.getByRole('button', { name: 'Close' }).click();
+    await page.getByText('No threads yet.').waitFor();
+    assert.equal(await u.threads.count(), 0);
+    assert.ok(await u.found.isHidden());
+    assert.equal(await u.replies.count(), 0);
+
+    // So it stays.
+    await page.reload();
+    await page.getByText('No threads yet.').waitFor();
+    assert.equal(await u.threads.count(), 0);
+    await openPanel();
+    assert.equal(await u.notes.inputValue(), '');
+    await u.panel.getByText('Nothing kept yet').waitFor();
+    await page.keyboard.press('Escape');
+    await u.search.fill('sister');
+    await page.keyboard.press('Enter');
+    await u.found.getByText('Nothing found for “sister”.').waitFor();
   });
 });

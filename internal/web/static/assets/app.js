@@ -4,8 +4,10 @@
 // and a thread's history, POST .../stream in the seed dialect for a turn
 // (Server-Sent Events read from fetch, since the request is a POST), the
 // run's resume stream with Last-Event-ID when the connection breaks, and the
-// run's cancel for the stop button. Every node is built with the DOM API and
-// text goes in as text: the page never parses HTML.
+// run's cancel for the stop button; the memory API for what the companion
+// knows of the person (its working memory, read and edited), the search over
+// past conversations, and forgetting everything. Every node is built with
+// the DOM API and text goes in as text: the page never parses HTML.
 
 const AGENT = '/api/agents/companionAgent';
 const PERSONALITIES = ['friend', 'guru', 'wanderer', 'philosopher'];
@@ -34,6 +36,20 @@ const els = {
   message: $('message'),
   send: $('send'),
   stop: $('stop'),
+  search: $('search'),
+  searchQuery: $('search-query'),
+  searchBox: $('search-results-box'),
+  searchCount: $('search-count'),
+  searchResults: $('search-results'),
+  searchClear: $('search-clear'),
+  memoryOpen: $('memory-open'),
+  memory: $('memory'),
+  memoryText: $('memory-text'),
+  memoryEmpty: $('memory-empty'),
+  memoryStatus: $('memory-status'),
+  memorySave: $('memory-save'),
+  memoryClose: $('memory-close'),
+  memoryForget: $('memory-forget'),
 };
 
 const state = {
@@ -50,6 +66,10 @@ const state = {
   retry: null,
   // Bumped on every thread switch: a history that arrives late is dropped.
   shown: 0,
+  // Bumped on every search, and on every read of what the companion
+  // knows: answers that arrive late are dropped.
+  searched: 0,
+  remembered: 0,
 };
 
 // Storage: the user id, personality and last thread survive the browser;
@@ -120,6 +140,7 @@ async function api(method, path, body) {
 }
 
 const threadPath = (id) => '/api/memory/threads/' + encodeURIComponent(id);
+const AGENT_ID = { agentId: 'companionAgent' };
 const runPath = (runId) => AGENT + '/runs/' + encodeURIComponent(runId);
 
 // ------------------------------------------------------- status and errors
@@ -133,20 +154,20 @@ function setStatus(text, kind = '') {
 // credential opens the settings at the field to fill in.
 function problem(err, what) {
   if (err instanceof ApiError && err.status === 401) {
+    if (els.memory.open) els.memory.close();
     setStatus('The service asks for an API key or token: enter it in Settings. (' + err.message + ')', 'error');
     els.settingsBox.open = true;
     els.apiKey.focus();
     return;
   }
-  if (err instanceof ApiError && err.status === 403) {
-    setStatus(what + ': ' + err.message + '. Check the user id in Settings.', 'error');
-    return;
-  }
-  if (err instanceof ApiError) {
-    setStatus(what + ': ' + err.message, 'error');
-    return;
-  }
-  setStatus(what + ': the service could not be reached.', 'error');
+  setStatus(explain(err, what), 'error');
+}
+
+// explain is what went wrong, in words, for a status line.
+function explain(err, what) {
+  if (err instanceof ApiError && err.status === 403) return what + ': ' + err.message + '. Check the user id in Settings.';
+  if (err instanceof ApiError) return what + ': ' + err.message;
+  return what + ': the service could not be reached.';
 }
 
 // ready says whether the page knows whom it acts for: a user id, or a
@@ -190,6 +211,13 @@ function userMessage(text, pending = false) {
   );
 }
 
+// when is a time element for an API timestamp, or null when it is none.
+function when(ts, cls) {
+  const d = new Date(ts);
+  if (!ts || Number.isNaN(d.getTime())) return null;
+  return el('time', { class: cls, datetime: d.toISOString() }, d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }));
+}
+
 const number = (v, digits = 1) =>
   typeof v === 'number' && Number.isFinite(v) ? v.toLocaleString(undefined, { maximumFractionDigits: digits }) : '?';
 
@@ -212,6 +240,13 @@ function weatherCard(r) {
     dl,
   );
 }
+
+// TOOLS says in words what each tool the companion uses is doing, has
+// done, or failed to do; any other tool is named as it is.
+const TOOLS = {
+  weatherTool: { busy: 'Checking the weather…', failed: 'The weather lookup failed' },
+  updateWorkingMemory: { busy: 'Noting this…', done: 'Noted in what I know about you.', failed: 'Noting this failed' },
+};
 
 // Reply is one assistant message as it is drawn: text blocks, tool cards
 // and notices, in the order they came.
@@ -237,7 +272,7 @@ class Reply {
   tool(id, name) {
     let t = this.tools.get(id);
     if (t) return t;
-    const label = name === 'weatherTool' ? 'Checking the weather…' : 'Using ' + name + '…';
+    const label = TOOLS[name] ? TOOLS[name].busy : 'Using ' + name + '…';
     const node = el('div', { class: 'tool pending', role: 'status' }, el('p', {}, label));
     t = { name, node, args: '', done: false };
     this.tools.set(id, t);
@@ -259,7 +294,7 @@ class Reply {
     const node =
       name === 'weatherTool' && result && typeof result === 'object'
         ? weatherCard(result)
-        : el('p', { class: 'tool' }, 'Used ' + name + '.');
+        : el('p', { class: 'tool' }, TOOLS[name] && TOOLS[name].done ? TOOLS[name].done : 'Used ' + name + '.');
     t.node.replaceWith(node);
     t.node = node;
   }
@@ -268,7 +303,7 @@ class Reply {
     const t = this.tool(id, name || 'a tool');
     if (t.done) return;
     t.done = true;
-    const what = t.name === 'weatherTool' ? 'The weather lookup failed' : t.name + ' failed';
+    const what = TOOLS[t.name] ? TOOLS[t.name].failed : t.name + ' failed';
     const node = this.noticeNode('error tool-error', what + ': ' + message);
     t.node.replaceWith(node);
     t.node = node;
@@ -293,7 +328,9 @@ function drawStored(m) {
   const parts = Array.isArray(m.parts) ? m.parts : [];
   if (m.role === 'user') {
     const text = parts.filter((p) => p.type === 'text').map((p) => p.text).join('');
-    return userMessage(text, Boolean(m.metadata && m.metadata.pending));
+    const node = userMessage(text, Boolean(m.metadata && m.metadata.pending));
+    if (typeof m.id === 'string') node.dataset.id = m.id;
+    return node;
   }
   if (m.role !== 'assistant') return null;
   const r = new Reply(false);
@@ -307,6 +344,7 @@ function drawStored(m) {
     }
   }
   r.finish();
+  if (typeof m.id === 'string') r.article.dataset.id = m.id;
   return r.article;
 }
 
@@ -318,14 +356,11 @@ function threadLabel(t) {
 
 function drawThreads() {
   const items = state.threads.map((t) => {
-    const when = new Date(t.updatedAt || t.createdAt);
     const button = el(
       'button',
       { type: 'button', class: 'thread', 'aria-current': t.id === state.threadId ? 'page' : null },
       el('span', { class: 'thread-name' }, threadLabel(t)),
-      Number.isNaN(when.getTime())
-        ? null
-        : el('time', { class: 'thread-when', datetime: when.toISOString() }, when.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' })),
+      when(t.updatedAt || t.createdAt, 'thread-when'),
     );
     button.addEventListener('click', () => {
       openThread(t.id);
@@ -378,16 +413,19 @@ function newThread() {
   drawThreads();
 }
 
-async function openThread(id) {
+// openThread shows thread id and its history. found, from a search, names
+// a stored thread the list may not hold (title) and the message to show
+// (messageId).
+async function openThread(id, found = null) {
   const shown = ++state.shown;
   state.threadId = id;
   saved.set('localStorage', 'thread', id);
   const t = state.threads.find((x) => x.id === id);
-  els.title.textContent = t ? threadLabel(t) : 'New conversation';
+  els.title.textContent = t ? threadLabel(t) : found ? found.title : 'New conversation';
   els.conversation.replaceChildren();
   drawThreads();
   const run = state.run;
-  if (!t) {
+  if (!t && !found) {
     // A new thread: nothing stored yet, unless its first reply is streaming.
     if (run && run.threadId === id) els.conversation.append(run.reply.article);
     return;
@@ -404,7 +442,12 @@ async function openThread(id) {
   els.conversation.replaceChildren(...nodes);
   // A reply still streaming into this thread goes on below its history.
   if (run && run === state.run && run.threadId === id) els.conversation.append(run.reply.article);
-  scrollDown(true);
+  const target = found && nodes.find((n) => n.dataset.id === found.messageId);
+  if (target) {
+    target.classList.add('found');
+    following = false;
+    target.scrollIntoView({ block: 'center' });
+  } else scrollDown(true);
 }
 
 // nameThread titles a new thread after its first message.
@@ -414,6 +457,172 @@ async function nameThread(id, text) {
     await api('PATCH', url(threadPath(id)), { title });
   } catch {
     // An untitled thread is still a thread.
+  }
+}
+
+// ---------------------------------------------------------------- search
+
+function clearSearch() {
+  state.searched++;
+  els.searchResults.replaceChildren();
+  els.searchCount.textContent = '';
+  els.searchBox.hidden = true;
+}
+
+// search looks for the words of the search box in every past conversation
+// and lists the messages found, best first: each opens its thread.
+async function search() {
+  const q = els.searchQuery.value.trim();
+  if (!q) {
+    clearSearch();
+    return;
+  }
+  if (!ready()) {
+    setStatus('Enter a user id (or an API key or token) in Settings first.', 'error');
+    els.settingsBox.open = true;
+    els.resource.focus();
+    return;
+  }
+  const searched = ++state.searched;
+  let found;
+  try {
+    found = await api('GET', url('/api/memory/search', { ...AGENT_ID, searchQuery: q, limit: '20' }));
+  } catch (err) {
+    if (searched === state.searched) problem(err, 'The search failed');
+    return;
+  }
+  if (searched !== state.searched) return;
+  const results = Array.isArray(found.results) ? found.results : [];
+  const items = results.map((r) => {
+    const title = r.threadTitle || 'Untitled thread';
+    const button = el(
+      'button',
+      { type: 'button', class: 'result' },
+      el('span', { class: 'result-who' }, r.role === 'user' ? 'You' : 'Companion'),
+      el('span', { class: 'result-text' }, r.content),
+      el('span', { class: 'result-meta' }, when(r.createdAt, 'result-when'), el('span', { class: 'result-thread' }, title)),
+    );
+    button.addEventListener('click', () => {
+      openThread(r.threadId, { title, messageId: r.id });
+      showSidebar(false);
+    });
+    return el('li', {}, button);
+  });
+  els.searchResults.replaceChildren(...items);
+  const n = results.length;
+  els.searchCount.textContent = n === 0 ? `Nothing found for “${q}”.` : `${n} ${n === 1 ? 'message' : 'messages'} for “${q}”, best first.`;
+  els.searchBox.hidden = false;
+}
+
+// ---------------------------------------------------- what it knows of you
+
+// The companion's working memory is the resource's (or, when the service
+// keeps it per thread, the shown thread's): read and written through the
+// shown thread.
+const memoryPath = () => url(threadPath(state.threadId || newId()) + '/working-memory', AGENT_ID);
+
+function memoryStatus(text, kind = '') {
+  els.memoryStatus.textContent = text;
+  els.memoryStatus.className = 'status' + (kind ? ' ' + kind : '');
+}
+
+function showMemory(text) {
+  els.memoryText.value = text;
+  els.memoryEmpty.hidden = text !== '';
+}
+
+async function openMemory() {
+  if (!ready()) {
+    setStatus('Enter a user id (or an API key or token) in Settings first.', 'error');
+    els.settingsBox.open = true;
+    els.resource.focus();
+    return;
+  }
+  showMemory('');
+  els.memoryEmpty.hidden = true;
+  memoryStatus('Reading…');
+  if (!els.memory.open) els.memory.showModal();
+  const read = ++state.remembered;
+  let wm;
+  try {
+    wm = await api('GET', memoryPath());
+  } catch (err) {
+    if (read !== state.remembered) return;
+    if (err instanceof ApiError && err.status === 401) problem(err, 'What the companion knows could not be read');
+    else memoryStatus(explain(err, 'What the companion knows could not be read'), 'error');
+    return;
+  }
+  if (read !== state.remembered) return;
+  showMemory(typeof wm.workingMemory === 'string' ? wm.workingMemory : '');
+  // The template, as a hint of what is kept.
+  const tpl = wm.workingMemoryTemplate || {};
+  els.memoryText.placeholder = typeof tpl.content === 'string' ? tpl.content : tpl.content ? JSON.stringify(tpl.content, null, 2) : '';
+  const d = new Date(wm.updatedAt);
+  memoryStatus(wm.version > 0 && !Number.isNaN(d.getTime()) ? 'Last changed ' + d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' }) + '.' : '');
+}
+
+// saveMemory stores the panel's text as what the companion knows: a new
+// version, the one before kept by the service.
+async function saveMemory() {
+  const read = ++state.remembered;
+  els.memorySave.disabled = true;
+  memoryStatus('Saving…');
+  try {
+    const r = await api('POST', memoryPath(), { workingMemory: els.memoryText.value });
+    if (read === state.remembered) {
+      els.memoryEmpty.hidden = els.memoryText.value !== '';
+      memoryStatus('Saved (version ' + r.version + ').');
+    }
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) problem(err, 'The notes could not be saved');
+    else memoryStatus(explain(err, 'The notes could not be saved'), 'error');
+  } finally {
+    els.memorySave.disabled = false;
+  }
+}
+
+const count = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+
+// forget erases everything the service keeps about the person, after they
+// confirm it: their threads, their messages, what the companion knows.
+async function forget() {
+  // The erasure names the resource: the user id, or with only a
+  // credential, the one its threads belong to.
+  const listed = state.threads.find((t) => typeof t.resourceId === 'string' && t.resourceId);
+  const rid = state.resource || (listed ? listed.resourceId : '');
+  if (!rid) {
+    memoryStatus('Enter your user id in Settings first: everything kept under it is what would be forgotten.', 'error');
+    return;
+  }
+  if (state.run) {
+    memoryStatus('A reply is on its way: wait for it (or stop it) first.', 'error');
+    return;
+  }
+  const sure = window.confirm(
+    `Forget everything kept about ${rid}? Every conversation and what the companion knows about you are erased for good.`,
+  );
+  if (!sure) {
+    memoryStatus('Nothing was forgotten.');
+    return;
+  }
+  ++state.remembered;
+  els.memoryForget.disabled = true;
+  memoryStatus('Forgetting…');
+  try {
+    const r = await api('DELETE', '/api/memory/resources/' + encodeURIComponent(rid) + '?agentId=companionAgent');
+    state.threads = [];
+    clearSearch();
+    els.searchQuery.value = '';
+    newThread();
+    showMemory('');
+    const what = `${count(r.threads, 'conversation', 'conversations')}, ${count(r.messages, 'message', 'messages')} and what the companion knew about you`;
+    memoryStatus('Forgotten: ' + what + '.');
+    setStatus('Everything kept about you was forgotten.');
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 401) problem(err, 'Nothing could be forgotten');
+    else memoryStatus(explain(err, 'Nothing could be forgotten'), 'error');
+  } finally {
+    els.memoryForget.disabled = false;
   }
 }
 
@@ -670,6 +879,8 @@ async function applySettings() {
   saved.set('localStorage', 'resource', state.resource);
   saved.set('sessionStorage', 'apiKey', state.apiKey);
   els.whoami.textContent = state.resource ? 'User ' + state.resource : state.apiKey ? 'User of the API key' : '';
+  // Another person's search results are not theirs to see.
+  clearSearch();
   if (!ready()) {
     setStatus('Enter a user id to begin (and an API key or token if the service asks for one).');
     state.threads = [];
@@ -711,7 +922,8 @@ function wire() {
     following = nearBottom();
   });
   document.addEventListener('keydown', (e) => {
-    if (e.key !== 'Escape') return;
+    // Escape in the panel closes the panel, and only that.
+    if (e.key !== 'Escape' || els.memory.open) return;
     if (state.run) stop();
     else if (els.sidebar.classList.contains('open')) {
       showSidebar(false);
@@ -723,6 +935,22 @@ function wire() {
     showSidebar(false);
     els.message.focus();
   });
+  els.search.addEventListener('submit', (e) => {
+    e.preventDefault();
+    search();
+  });
+  els.searchQuery.addEventListener('input', () => {
+    if (!els.searchQuery.value) clearSearch();
+  });
+  els.searchClear.addEventListener('click', () => {
+    els.searchQuery.value = '';
+    clearSearch();
+    els.searchQuery.focus();
+  });
+  els.memoryOpen.addEventListener('click', openMemory);
+  els.memorySave.addEventListener('click', saveMemory);
+  els.memoryForget.addEventListener('click', forget);
+  els.memoryClose.addEventListener('click', () => els.memory.close());
   els.threadsToggle.addEventListener('click', () => {
     const open = !els.sidebar.classList.contains('open');
     showSidebar(open);
