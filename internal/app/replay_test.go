@@ -155,7 +155,12 @@ func TestReplayUnmatched(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := p.fake(upstream.Options{})
 	srv := httptest.NewServer(h)
-	svc := apptest.Start(t, func(cfg *app.Config) { p.configure(cfg, srv.URL); cfg.Model.RecordDir = dir })
+	// No title: its request would be a second cassette.
+	svc := apptest.Start(t, func(cfg *app.Config) {
+		p.configure(cfg, srv.URL)
+		cfg.Model.RecordDir = dir
+		cfg.Memory.Titles = false
+	})
 	if res, b := svc.Post(t, generatePath, request("t", "How do I start my day well?")); res.StatusCode != 200 {
 		t.Fatalf("%d %s", res.StatusCode, b)
 	}
