@@ -9,7 +9,7 @@ import (
 )
 
 // seedEvent is a run event in the seed dialect, the stream events of
-// companion-api.md: one frame per domain event.
+// the contract (docs/api.md): one frame per domain event.
 func seedEvent(runID string, ev agent.Event) api.Event {
 	out := api.Event{RunID: runID}
 	switch e := ev.(type) {
