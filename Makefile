@@ -21,7 +21,7 @@ run:
 test: services check
 	$(GO) run ./tools/testsummary $(foreach m,$(MODULES),-dir $(m)) -race -count=1 ./...
 
-## services: check that PostgreSQL, Redis, Node (with the client packages), Chromium and Prometheus are there for the tests;
+## services: check that PostgreSQL, Redis, Node (with the client packages), Chromium, Prometheus and jq are there for the tests;
 ## what is missing is installed only with CI=true or COMPANION_INSTALL=1, else its tests skip and say why
 services:
 	@bash .ci/postgres || [ "$$CI" != true ]
@@ -29,6 +29,7 @@ services:
 	@bash .ci/node || [ "$$CI" != true ]
 	@bash .ci/browser || [ "$$CI" != true ]
 	@bash .ci/prometheus || [ "$$CI" != true ]
+	@bash .ci/jq || [ "$$CI" != true ]
 
 ## check: formatting, vet and a tidy go.mod, in each module
 check:
