@@ -110,6 +110,10 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// Tools describes the agent's own tools, in the order they were given: what
+// every run offers the model before a turn adds its own.
+func (a *Agent) Tools() []model.ToolSpec { return slices.Clone(a.specs) }
+
 // RoleSystem is the role of a request message that adds to the
 // instructions instead of joining the conversation.
 const RoleSystem = "system"

@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		metrics:     telemetry.Handler(tel.registry),
 		closeShared: sh.close,
 	}
-	a.api = a.newAPI(turns, tel, sh)
+	a.api = a.newAPI(turns, describeAgent(ag, turns, m), tel, sh)
 	a.handler = a.api
 	if cfg.Server.WebUI {
 		a.handler = withWebUI(a.handler, web.Handler())
@@ -278,14 +278,27 @@ func newShared(cfg Config, log *slog.Logger, tel instruments) (shared, error) {
 	return shared{limiter: limiter, runLog: runLog, close: closeAll}, nil
 }
 
-// newAPI is the HTTP API over turns.
-func (a *App) newAPI(turns *turn.Turns, tel instruments, sh shared) *httpapi.Server {
+// describeAgent is what the agent routes show of ag on model m: the
+// default personality's instructions, and the tools of every run, the
+// agent's own and those the turns add.
+func describeAgent(ag *agent.Agent, turns *turn.Turns, m model.Model) httpapi.AgentInfo {
+	return httpapi.AgentInfo{
+		Instructions: agent.Instructions(agent.Friend, nil),
+		Tools:        append(ag.Tools(), turns.Tools()...),
+		Provider:     m.Provider(),
+		ModelID:      m.ID(),
+	}
+}
+
+// newAPI is the HTTP API over turns, with the agent described by info.
+func (a *App) newAPI(turns *turn.Turns, info httpapi.AgentInfo, tel instruments, sh shared) *httpapi.Server {
 	apiMetrics := a.metrics
 	if a.cfg.Server.MetricsAddr != "" {
 		apiMetrics = nil // served on its own listener only
 	}
 	return httpapi.NewServer(httpapi.Config{
 		Runner:         turns,
+		Agent:          info,
 		Threads:        turns.Threads(),
 		Ready:          a.ready(turns.Ping),
 		Logger:         a.log,

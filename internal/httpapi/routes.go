@@ -40,6 +40,8 @@ func (s *Server) routes() chi.Router {
 	r.Group(func(r chi.Router) {
 		// The address's limit comes first: it also bounds guessing at keys.
 		r.Use(s.limitAddress, s.authenticate)
+		r.Get("/api/agents", s.handleListAgents())
+		r.Get("/api/agents/{agentId}", s.handleGetAgent())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/chat", s.handleChat())

@@ -150,6 +150,9 @@ func (l Limits) orDefaults() Limits {
 // Config holds the server's dependencies.
 type Config struct {
 	Runner Runner
+	// Agent describes the agent for GET /api/agents and
+	// /api/agents/{agentId}.
+	Agent AgentInfo
 	// Threads serves the threads API (/api/memory/threads); nil leaves it
 	// out.
 	Threads Threads

@@ -121,11 +121,11 @@ var untestable = []struct {
 	status int
 	why    string
 }{
-	{[]string{"generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
+	{[]string{"listAgents", "getAgent", "generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
 		"getWorkingMemory", "updateWorkingMemory", "listWorkingMemoryVersions", "restoreWorkingMemory", "searchMemory", "saveMessages", "eraseResource",
 		"health", "ready", "metrics"}, 500,
 		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (A reply that cannot be saved is the store's failure: generate answers 503, tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
-	{[]string{"cancelRun", "metrics"}, 503,
+	{[]string{"listAgents", "getAgent", "cancelRun", "metrics"}, 503,
 		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
 }
 
@@ -194,6 +194,14 @@ func mainScenarios(t *testing.T, c *checker) {
 	do("GET", "/openapi.json", "", 200)
 	do("GET", "/no/such/route", "", 404)
 	do("DELETE", "/health", "", 405)
+
+	// The agent routes, with the query Mastra's client may send.
+	do("GET", "/api/agents", "", 200)
+	do("GET", "/api/agents?partial=true&runtimeContext=e30%3D", "", 200)
+	do("GET", "/api/agents?partial=true&partial=false", "", 400)
+	do("GET", agent, "", 200)
+	do("GET", agent+"?partial=true&partial=false", "", 400)
+	do("GET", "/api/agents/otherAgent", "", 404)
 
 	// generate: each personality and both ways to name one, content as
 	// parts, a system message, a message id; the weather tool, its
@@ -360,6 +368,8 @@ type operation struct{ method, path, body string }
 
 func everyOperation(thread, run string) []operation {
 	return []operation{
+		{"GET", "/api/agents", ""},
+		{"GET", agent, ""},
 		{"POST", generate, runBody(thread, "Hi")},
 		{"POST", streamPath, runBody(thread, "Hi")},
 		{"POST", chatPath, chatBody(thread, "Hi")},

@@ -17,6 +17,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model"
 )
 
 // Working memory is a block of what the companion knows of its user, kept
@@ -216,6 +217,16 @@ func (w *workingMemoryTool) Parameters() json.RawMessage {
 		return json.RawMessage(`{"type":"object","properties":{"memory":{"type":"object","description":"The fields of working memory to change."}},"required":["memory"],"additionalProperties":false}`)
 	}
 	return json.RawMessage(`{"type":"object","properties":{"memory":{"type":"string","description":"The whole working memory block, in Markdown."}},"required":["memory"],"additionalProperties":false}`)
+}
+
+// Tools describes the tools the turns offer each run beside the agent's
+// own: updateWorkingMemory, unless working memory is off.
+func (t *Turns) Tools() []model.ToolSpec {
+	if t.cfg.WorkingMemory.Off {
+		return nil
+	}
+	w := &workingMemoryTool{cfg: t.cfg.WorkingMemory}
+	return []model.ToolSpec{{Name: w.Name(), Description: w.Description(), Parameters: w.Parameters()}}
 }
 
 // Run stores the model's update, merged with whatever changed since its

@@ -1,5 +1,6 @@
-// @mastra/client-js 0.17.2 against the service: generate, stream through
-// processDataStream in Mastra's dialect, the memory thread calls, working
+// @mastra/client-js 0.17.2 against the service: the agent's description
+// (getAgents, details), generate, stream through processDataStream in
+// Mastra's dialect, the memory thread calls, working
 // memory (getWorkingMemory, updateWorkingMemory) and the memory search
 // (which 0.17.2 has no method for: it goes through the client's own
 // request helper).
@@ -48,6 +49,51 @@ async function storedMessages(threadId) {
   const body = await getJSON(`/api/memory/threads/${encodeURIComponent(threadId)}/messages?resourceId=${encodeURIComponent(resourceId)}`);
   return body.uiMessages ?? body.messages;
 }
+
+// checkAgent checks the agent's description as the client reads it: the
+// service runs the fake model with working memory on.
+function checkAgent(a, where) {
+  const body = JSON.stringify(a).slice(0, 800);
+  assert.equal(a.name, agentId, `${where}: name, in ${body}`);
+  assert.equal(typeof a.instructions, 'string', `${where}: no instructions in ${body}`);
+  assert.match(a.instructions, /friend mode/, `${where}: not the default personality's instructions`);
+  assert.equal(a.provider, 'fake', `${where}: provider`);
+  assert.equal(a.modelId, 'fake', `${where}: modelId`);
+  assert.equal(a.modelVersion, 'v2', `${where}: modelVersion`);
+  for (const key of ['workflows', 'agents', 'defaultGenerateOptions', 'defaultStreamOptions']) {
+    assert.deepEqual(a[key], {}, `${where}: ${key}`);
+  }
+  assert.deepEqual(Object.keys(a.tools).sort(), ['updateWorkingMemory', 'weatherTool'], `${where}: tools`);
+  for (const [name, tool] of Object.entries(a.tools)) {
+    assert.equal(tool.id, name, `${where}: the id of ${name}`);
+    assert.ok(tool.description.length > 0, `${where}: ${name} has no description`);
+    // Mastra's server serializes a schema with superjson: {"json": schema}.
+    const schema = JSON.parse(tool.inputSchema).json;
+    assert.equal(schema.type, 'object', `${where}: the input schema of ${name}: ${tool.inputSchema}`);
+  }
+  assert.deepEqual(JSON.parse(a.tools.weatherTool.inputSchema).json.required, ['location'], `${where}: weatherTool's arguments`);
+}
+
+describe('the agent described', () => {
+  test('client.getAgents(): the one agent, keyed by its id', async () => {
+    const agents = await client.getAgents();
+    assert.deepEqual(Object.keys(agents), [agentId]);
+    checkAgent(agents[agentId], 'getAgents');
+  });
+
+  test('client.getAgents() with a runtime context and partial', async () => {
+    const agents = await client.getAgents({ user: 'someone' }, true);
+    checkAgent(agents[agentId], 'getAgents(runtimeContext, partial)');
+  });
+
+  test('agent.details()', async () => {
+    checkAgent(await agent.details(), 'details');
+  });
+
+  test('an unknown agent: details() rejects with 404', async () => {
+    await assert.rejects(client.getAgent('otherAgent').details(), /404/);
+  });
+});
 
 describe('agent.generate', () => {
   test('a plain reply: text, no tool calls', async () => {
