@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -175,6 +177,29 @@ func TestCommandLineOfTheBinary(t *testing.T) {
 		}
 		if code != tc.exit || stderr.String() != tc.want {
 			t.Errorf("companion %q: status %d, stderr %q; want %d, %q", tc.args, code, stderr.String(), tc.exit, tc.want)
+		}
+	}
+}
+
+// TestReadmeShowsTheCommandLine: the README's samples of the command line
+// are what the command prints.
+func TestReadmeShowsTheCommandLine(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, args := range [][]string{{"-h"}, {"serve", "-shutdown-grace", "10"}} {
+		stdout, stderr, _ := runCLI(t, args...)
+		sample := "$ companion " + strings.Join(args, " ") + "\n" + stdout + stderr + "```"
+		if !strings.Contains(readme, sample) {
+			t.Errorf("the README does not show, as it is:\n%s", sample)
+		}
+	}
+	for _, want := range []string{"go install github.com/companionhq/companion/cmd/companion@latest", "make install"} {
+		i, first := strings.Index(readme, want), strings.Index(readme, "$ companion ")
+		if i < 0 || i > first {
+			t.Errorf("the README does not say %q before it first runs companion", want)
 		}
 	}
 }
