@@ -11,11 +11,16 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # their own so that the service's go.mod does not require what they use.
 MODULES = . deploy
 
-.PHONY: run test services golden check build fakes help up down bench-compare bench-streams bench-recall load load-smoke
+.PHONY: run install test services golden check build fakes help up down bench-compare bench-streams bench-recall load load-smoke
 
-## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111
+## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111; PORT=4112 serves it at 127.0.0.1:4112
+# Without PORT, no -addr is given, so that COMPANION_ADDR still applies.
 run:
-	$(GO) run ./cmd/companion serve
+	$(GO) run ./cmd/companion serve $(if $(PORT),-addr 127.0.0.1:$(PORT))
+
+## install: install the companion command where go install puts commands (GOBIN, else GOPATH/bin), stamped as build does
+install:
+	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/companion
 
 ## test: the whole suite, with the race detector, as CI runs it; ends with a count of tests passed, failed, skipped
 test: services check
@@ -48,9 +53,10 @@ golden:
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/ ./cmd/... ./fakes/cmd/...
 
-## fakes: run the fake Open-Meteo for local use (see docs/weather.md; docs/providers.md for the model fakes)
+## fakes: run the fake Open-Meteo at 127.0.0.1:8090, FAKES_PORT=9090 for another port (see docs/weather.md; docs/providers.md for the model fakes)
+FAKES_PORT ?= 8090
 fakes:
-	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:8090
+	$(GO) run ./fakes/cmd/fakes openmeteo -addr 127.0.0.1:$(FAKES_PORT)
 
 ## bench-compare: the service against the fake upstream alone and on its fake model (SQLite, PostgreSQL), one table (a few minutes; BENCH_FLAGS adds flags)
 bench-compare:

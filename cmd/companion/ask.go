@@ -13,10 +13,11 @@ import (
 // askCommand is `companion ask "message"`: one message to a running
 // service, its reply on stdout, and exit. The reply streams as it comes,
 // with tool calls and tool errors as notes on stderr; with --json it is
-// the generate response body. A run that fails is an error (exit 1).
+// the generate response body. A new thread's id goes to stderr first, to
+// go on with it through --thread. A run that fails is an error (exit 1).
 func askCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	var asJSON bool
-	f, rest, err := parseClientFlags("ask", "ask", `ask [flags] "message"   (or - to read the message from stdin)`, args, getenv, stderr, func(fs *flag.FlagSet) {
+	f, rest, err := parseClientFlags("ask", "ask", `ask [flags] "message"   (or - to read the message from stdin)`, args, getenv, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "print the generate response body (JSON) instead of the reply's text")
 	})
 	if err != nil {
@@ -37,6 +38,10 @@ func askCommand(ctx context.Context, args []string, getenv func(string) string, 
 	c, err := f.client()
 	if err != nil {
 		return err
+	}
+	if f.fresh {
+		// On stderr, so that stdout stays the reply alone.
+		fmt.Fprintf(stderr, "thread: %s (continue it with --thread %s)\n", f.thread, f.thread)
 	}
 	if asJSON {
 		body, err := c.GenerateBody(ctx, f.request(text))

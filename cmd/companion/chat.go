@@ -31,7 +31,7 @@ const (
 // chatCommand is `companion chat`: a conversation with a running service
 // on the terminal.
 func chatCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	f, rest, err := parseClientFlags("chat", "chat", "chat [flags]", args, getenv, stderr, nil)
+	f, rest, err := parseClientFlags("chat", "chat", "chat [flags]", args, getenv, stdout, stderr, nil)
 	if err != nil {
 		return err
 	}

@@ -52,7 +52,7 @@ func TestClientFlags(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var asJSON bool
-			f, rest, err := parseClientFlags("ask", "chat", "ask", tc.args, func(k string) string { return tc.env[k] }, io.Discard, func(fs *flag.FlagSet) {
+			f, rest, err := parseClientFlags("ask", "chat", "ask", tc.args, func(k string) string { return tc.env[k] }, io.Discard, io.Discard, func(fs *flag.FlagSet) {
 				fs.BoolVar(&asJSON, "json", false, "")
 			})
 			if tc.wantErr != "" {
@@ -68,7 +68,10 @@ func TestClientFlags(t *testing.T) {
 				if !strings.HasPrefix(f.thread, "chat-") || len(f.thread) != len("chat-")+12 {
 					t.Fatalf("fresh thread id %q", f.thread)
 				}
-				f.thread = "chat-*"
+				if !f.fresh {
+					t.Fatal("a fresh thread is not marked fresh")
+				}
+				f.thread, f.fresh = "chat-*", false
 			}
 			if f != tc.want || fmt.Sprint(rest) != fmt.Sprint(tc.wantRest) || asJSON != tc.wantJSON {
 				t.Fatalf("got %+v %q json=%v, want %+v %q json=%v", f, rest, asJSON, tc.want, tc.wantRest, tc.wantJSON)

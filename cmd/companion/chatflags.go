@@ -25,17 +25,20 @@ var personalities = []string{api.PersonalityGuru, api.PersonalityWanderer, api.P
 // service: chat and ask.
 type clientFlags struct {
 	url, thread, resource, personality, apiKey string
+	// fresh is a thread made here, not named by --thread: its id is shown,
+	// so that the conversation can go on.
+	fresh bool
 }
 
 // parseClientFlags reads the shared flags of command name (flags over
 // environment over defaults), with the command's own added by extra. Flags
 // may come before or after the arguments, which it returns. A fresh thread
-// id, with prefix, is made when --thread is not given.
-func parseClientFlags(name, prefix, synopsis string, args []string, getenv func(string) string, stderr io.Writer, extra func(*flag.FlagSet)) (clientFlags, []string, error) {
+// id, with prefix, is made when --thread is not given. Help goes to help.
+func parseClientFlags(name, prefix, synopsis string, args []string, getenv func(string) string, help, stderr io.Writer, extra func(*flag.FlagSet)) (clientFlags, []string, error) {
 	fs := flag.NewFlagSet("companion "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: companion %s\n\n", synopsis)
+	usage := func(w io.Writer) {
+		fmt.Fprintf(w, "Usage: companion %s\n\n", synopsis)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
 	var f clientFlags
@@ -55,11 +58,8 @@ func parseClientFlags(name, prefix, synopsis string, args []string, getenv func(
 
 	var rest []string
 	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return f, nil, errHelp
-			}
-			return f, nil, errUsage
+		if err := parseFlags(fs, args, usage, help, stderr); err != nil {
+			return f, nil, err
 		}
 		if fs.NArg() == 0 {
 			break
@@ -75,7 +75,7 @@ func parseClientFlags(name, prefix, synopsis string, args []string, getenv func(
 	}
 	f.thread = strings.TrimSpace(f.thread)
 	if f.thread == "" {
-		f.thread = newThreadID(prefix)
+		f.thread, f.fresh = newThreadID(prefix), true
 	}
 	return f, rest, errors.Join(errs...)
 }

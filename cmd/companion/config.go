@@ -27,13 +27,23 @@ var (
 
 func exitCode(err error) int {
 	switch err {
-	case errHelp:
+	case nil, errHelp:
 		return 0
 	case errUsage:
 		return 2
 	}
+	if errors.As(err, new(badSettings)) {
+		return 2
+	}
 	return 1
 }
+
+// badSettings are settings that parsed but cannot work together or at
+// all: a usage error too (exit 2), though what to say is only known once
+// every section is checked.
+type badSettings struct{ error }
+
+func (b badSettings) Unwrap() error { return b.error }
 
 // setting is one configuration entry: a flag and its environment variable.
 type setting struct {
@@ -59,38 +69,80 @@ func fromEnv[T any](getenv func(string) string, env string, def T, parse func(st
 }
 
 // parseConfig reads flags over environment over defaults, section by
-// section. Every broken setting is reported, not only the first.
-func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (app.Config, slog.Level, error) {
-	fs := flag.NewFlagSet("companion serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	f := &flags{fs: fs, getenv: getenv}
-	def := app.Defaults()
-	cfg := def
+// section. Every broken setting is reported, not only the first. Help
+// (-h) is written to help.
+func parseConfig(args []string, getenv func(string) string, help, stderr io.Writer) (app.Config, slog.Level, error) {
+	var cfg app.Config
 	var level slog.Level
-	logFlags(f, &level)
-	serverFlags(f, &cfg.Server, def.Server)
-	authFlags(f, &cfg.Auth, def.Auth)
-	limitsFlags(f, &cfg.Limits, def.Limits)
-	storageFlags(f, &cfg.Storage, def.Storage)
-	memoryFlags(f, &cfg.Memory, def.Memory)
-	modelFlags(f, &cfg.Model, def.Model)
-	toolsFlags(f, &cfg.Tools, def.Tools)
-	telemetryFlags(f, &cfg.Telemetry, def.Telemetry)
-
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, level, errHelp
-		}
-		return cfg, level, errUsage
+	f := serveFlags(getenv, &cfg, &level)
+	fs := f.fs
+	if err := parseFlags(fs, args, f.usage, help, stderr); err != nil {
+		return cfg, level, err
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "companion serve: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "companion serve: unexpected argument %q\nrun 'companion serve -h' for the flags\n", fs.Arg(0))
 		return cfg, level, errUsage
 	}
 	for _, check := range f.checks {
 		check()
 	}
-	return cfg, level, errors.Join(f.errs...)
+	if err := errors.Join(f.errs...); err != nil {
+		return cfg, level, badSettings{err}
+	}
+	return cfg, level, nil
+}
+
+// serveFlags registers the flags of `companion serve` onto cfg and level,
+// set to their defaults, section by section.
+func serveFlags(getenv func(string) string, cfg *app.Config, level *slog.Level) *flags {
+	f := &flags{fs: flag.NewFlagSet("companion serve", flag.ContinueOnError), getenv: getenv}
+	def := app.Defaults()
+	*cfg = def
+	f.section("Logging")
+	logFlags(f, level)
+	f.section("Server: how it listens, serves streams and shuts down")
+	serverFlags(f, &cfg.Server, def.Server)
+	f.section("Authentication: off unless one of these is set")
+	authFlags(f, &cfg.Auth, def.Auth)
+	f.section("Limits: of a request, a resource and a thread")
+	limitsFlags(f, &cfg.Limits, def.Limits)
+	f.section("Storage: where threads are kept")
+	storageFlags(f, &cfg.Storage, def.Storage)
+	f.section("Memory: what the companion keeps of its user across threads")
+	memoryFlags(f, &cfg.Memory, def.Memory)
+	f.section("Model: which model answers, and what a run may ask of it")
+	modelFlags(f, &cfg.Model, def.Model)
+	f.section("Tools")
+	toolsFlags(f, &cfg.Tools, def.Tools)
+	f.section("Telemetry")
+	telemetryFlags(f, &cfg.Telemetry, def.Telemetry)
+	return f
+}
+
+// serveNotes ends `companion serve -h`: the variables read without a flag.
+const serveNotes = `
+Environment variables without a flag:
+  CO_API_KEY        Cohere's API key, for -model cohere/<model>
+  OPENAI_API_KEY    OpenAI's API key, for -model openai/<model> (and a -model-base-url server that wants one)
+  OTEL_*            span export, as OpenTelemetry defines it: OTEL_EXPORTER_OTLP_ENDPOINT (or
+                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns it on; OTEL_EXPORTER_OTLP_PROTOCOL
+                    (http/protobuf or grpc), OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME,
+                    OTEL_RESOURCE_ATTRIBUTES, OTEL_SDK_DISABLED and OTEL_TRACES_EXPORTER (otlp or none)
+A flag wins over its variable.
+`
+
+// usage is `companion serve -h`: the flags, section by section, each with
+// its variable.
+func (f *flags) usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: companion serve [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Runs the HTTP API. Every flag has an environment variable, named after it.")
+	for _, s := range f.sections {
+		fmt.Fprintf(w, "\n%s:\n", s.title)
+		s.fs.SetOutput(w)
+		s.fs.PrintDefaults()
+	}
+	fmt.Fprint(w, serveNotes)
 }
 
 // flags registers settings on a flag set. Each setting's default is its
@@ -103,32 +155,73 @@ type flags struct {
 	// checks complete and check the sections once the command line is
 	// parsed.
 	checks []func()
+	// sections hold the flags again, section by section, for the help.
+	sections []section
+}
+
+// section is a titled part of the help: its flags, registered there too.
+type section struct {
+	title string
+	fs    *flag.FlagSet
+}
+
+// section starts a section of the help: the flags registered next are in
+// it.
+func (f *flags) section(title string) {
+	f.sections = append(f.sections, section{title, flag.NewFlagSet(title, flag.ContinueOnError)})
+}
+
+// sets are the flag sets a setting is registered on: the command's, and
+// its section's for the help.
+func (f *flags) sets() []*flag.FlagSet {
+	if len(f.sections) == 0 {
+		return []*flag.FlagSet{f.fs}
+	}
+	return []*flag.FlagSet{f.fs, f.sections[len(f.sections)-1].fs}
 }
 
 // str, num, i64, boolean, dur and dollars register a setting of their
 // type.
 func (f *flags) str(p *string, s setting, def string) {
-	f.fs.StringVar(p, s.flag, fromEnv(f.getenv, s.env, def, func(v string) (string, error) { return v, nil }, "", &f.errs), s.help())
+	v := fromEnv(f.getenv, s.env, def, func(v string) (string, error) { return v, nil }, "", &f.errs)
+	for _, fs := range f.sets() {
+		fs.StringVar(p, s.flag, v, s.help())
+	}
 }
 
 func (f *flags) num(p *int, s setting, def int) {
-	f.fs.IntVar(p, s.flag, fromEnv(f.getenv, s.env, def, strconv.Atoi, "a whole number", &f.errs), s.help())
+	v := fromEnv(f.getenv, s.env, def, strconv.Atoi, wantWhole, &f.errs)
+	for _, fs := range f.sets() {
+		fs.IntVar(p, s.flag, v, s.help())
+	}
 }
 
 func (f *flags) i64(p *int64, s setting, def int64) {
-	f.fs.Int64Var(p, s.flag, fromEnv(f.getenv, s.env, def, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, "a whole number", &f.errs), s.help())
+	v := fromEnv(f.getenv, s.env, def, func(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }, wantWhole, &f.errs)
+	for _, fs := range f.sets() {
+		fs.Int64Var(p, s.flag, v, s.help())
+	}
 }
 
 func (f *flags) boolean(p *bool, s setting, def bool) {
-	f.fs.BoolVar(p, s.flag, fromEnv(f.getenv, s.env, def, strconv.ParseBool, "true or false", &f.errs), s.help())
+	v := fromEnv(f.getenv, s.env, def, strconv.ParseBool, wantBool, &f.errs)
+	for _, fs := range f.sets() {
+		fs.BoolVar(p, s.flag, v, s.help())
+	}
 }
 
 func (f *flags) dur(p *time.Duration, s setting, def time.Duration) {
-	f.fs.DurationVar(p, s.flag, fromEnv(f.getenv, s.env, def, time.ParseDuration, "a duration such as 10s or 1m30s", &f.errs), s.help())
+	v := fromEnv(f.getenv, s.env, def, time.ParseDuration, wantDuration, &f.errs)
+	for _, fs := range f.sets() {
+		fs.DurationVar(p, s.flag, v, s.help())
+	}
 }
 
 func (f *flags) dollars(p *float64, s setting, def float64) {
-	f.fs.Float64Var(p, s.flag, fromEnv(f.getenv, s.env, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number of US dollars", &f.errs), s.help())
+	v := fromEnv(f.getenv, s.env, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number of US dollars", &f.errs)
+	for _, fs := range f.sets() {
+		fs.Float64Var(p, s.flag, v, s.help())
+	}
 }
 
 // then runs check once the command line is parsed.

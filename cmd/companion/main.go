@@ -1,10 +1,13 @@
 // Command companion runs the companion agent service.
 //
-//	companion serve     run the HTTP API (the default)
+//	companion serve     run the HTTP API
+//	companion chat      talk with a running service in the terminal
+//	companion ask       send one message to a running service
 //	companion version   print the version and commit (also --version)
 //
-// Configuration comes from flags and COMPANION_* environment variables; a
-// flag wins over its variable. `companion serve -h` lists them.
+// Alone, it lists the commands. Configuration comes from flags and
+// COMPANION_* environment variables; a flag wins over its variable.
+// `companion serve -h` lists them.
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -31,13 +35,16 @@ func main() {
 
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	cmd := "serve"
-	if len(args) > 0 && (args[0] == "-version" || args[0] == "--version" || len(args[0]) > 0 && args[0][0] != '-') {
-		cmd, args = args[0], args[1:]
+	if len(args) == 0 {
+		// Not a server: one started by a bare command would hold a port
+		// nobody asked for.
+		fmt.Fprint(stderr, usage)
+		return errUsage
 	}
+	cmd, args := args[0], args[1:]
 	switch cmd {
 	case "serve":
-		cfg, level, err := parseConfig(args, getenv, stderr)
+		cfg, level, err := parseConfig(args, getenv, stdout, stderr)
 		if err != nil {
 			return err
 		}
@@ -50,21 +57,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		v, c := buildInfo()
 		fmt.Fprintf(stdout, "companion %s (commit %s)\n", v, c)
 		return nil
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fmt.Fprintf(stderr, "companion: unknown command %q\n\n%s", cmd, usage)
+	if strings.HasPrefix(cmd, "-") {
+		fmt.Fprintf(stderr, "companion: flag %s before a command: flags follow it, as in companion serve %s\nrun 'companion -h' for the commands\n", cmd, cmd)
+	} else {
+		fmt.Fprintf(stderr, "companion: unknown command %q\nrun 'companion -h' for the commands\n", cmd)
+	}
 	return errUsage
 }
 
 const usage = `Usage: companion <command> [flags]
 
 Commands:
-  serve     run the HTTP API (default); see companion serve -h
-  chat      talk with a running service in the terminal; see companion chat -h
-  ask       send one message to a running service and print the reply; see companion ask -h
+  serve     run the HTTP API
+  chat      talk with a running service in the terminal
+  ask       send one message to a running service and print the reply
   version   print the version and commit (also --version)
+  help      print this list
+
+Run 'companion <command> -h' for a command's flags.
 `
 
 // version and commit are stamped at build time, as `make build` and the

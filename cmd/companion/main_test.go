@@ -210,7 +210,7 @@ func TestConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard)
+			cfg, _, err := parseConfig(tc.args, func(k string) string { return tc.env[k] }, io.Discard, io.Discard)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v, want %q", err, tc.wantErr)
@@ -308,7 +308,7 @@ func TestSIGTERM(t *testing.T) {
 func TestConfigReportsEveryProblem(t *testing.T) {
 	_, _, err := parseConfig([]string{"-max-steps", "0", "-history-window", "-1"}, func(k string) string {
 		return map[string]string{"COMPANION_WEATHER_TIMEOUT": "soon"}[k]
-	}, io.Discard)
+	}, io.Discard, io.Discard)
 	for _, want := range []string{"max steps must be at least 1", "history window must not be negative", `$COMPANION_WEATHER_TIMEOUT: "soon" is not a duration`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("got %v, want it to include %q", err, want)

@@ -87,7 +87,7 @@ func TestModelSettings(t *testing.T) {
 func TestKeysAreNotPrinted(t *testing.T) {
 	cfg, _, err := parseConfig(nil, func(k string) string {
 		return map[string]string{"CO_API_KEY": testKey, "OPENAI_API_KEY": testKey}[k]
-	}, io.Discard)
+	}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -388,6 +388,17 @@ func testAsk(t *testing.T, bin string, svc *proc) {
 		t.Fatalf("generate body %+v, stderr %q", body, notes)
 	}
 
+	// A new thread: its id on stderr, and --thread goes on with it.
+	out, notes, err = ask("Hi, I'm Sam and I love the sea.")
+	m := regexp.MustCompile(`^thread: (ask-[0-9a-f]{12}) \(continue it with --thread (ask-[0-9a-f]{12})\)\n$`).FindStringSubmatch(notes)
+	if err != nil || m == nil || m[1] != m[2] || !strings.HasPrefix(out, "Hey,") {
+		t.Fatalf("ask on a new thread: %v, stdout %q, stderr %q", err, out, notes)
+	}
+	out, notes, err = ask("--thread", m[1], "What should I do this weekend?")
+	if err != nil || notes != "" || !strings.Contains(out, `Earlier you mentioned: "Hi, I'm Sam and I love the sea."`) {
+		t.Fatalf("ask --thread %s: %v, stdout %q, stderr %q", m[1], err, out, notes)
+	}
+
 	// Refused: another resource's thread.
 	_, notes, err = ask("--resource", "u2", "--thread", "a1", "Hi")
 	var exit *exec.ExitError
