@@ -164,23 +164,27 @@ func StartFakeOpenMeteo(t testing.TB, bin string) string {
 
 // StartService starts `companion serve` on a free loopback port with a
 // temporary SQLite database, an API key file with one key (apiKey, acting
-// for resource), the weather tool pointed at meteo, and extra flags; it
-// returns the base URL once /health answers, and the service's log.
+// for resource; with apiKey "", no file and authentication off), the
+// weather tool pointed at meteo, and extra flags; it returns the base URL
+// once /health answers, and the service's log.
 func StartService(t testing.TB, bin, meteo, apiKey, resource string, extra ...string) (string, *Lines) {
 	t.Helper()
 	dir := t.TempDir()
-	keys := filepath.Join(dir, "api-keys.txt")
-	if err := os.WriteFile(keys, []byte(apiKey+" "+resource+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{"serve",
+	args := []string{"serve",
 		"-addr", "127.0.0.1:0",
 		"-database-url", "sqlite://" + filepath.Join(dir, "companion.db"),
-		"-api-keys-file", keys,
 		"-weather-geocoding-url", meteo,
 		"-weather-forecast-url", meteo,
 		"-log-level", "info",
-	}, extra...)
+	}
+	if apiKey != "" {
+		keys := filepath.Join(dir, "api-keys.txt")
+		if err := os.WriteFile(keys, []byte(apiKey+" "+resource+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-api-keys-file", keys)
+	}
+	args = append(args, extra...)
 	cmd := exec.Command(bin, args...)
 	// The environment must not configure the service behind the flags' back.
 	for _, kv := range os.Environ() {

@@ -1,9 +1,10 @@
 // Package browsertest drives the web chat page in a real browser: Debian's
 // Chromium (/usr/bin/chromium), headless, through playwright-core (pinned in
 // package-lock.json), against the built service. The service runs the
-// binaries of ./cmd/companion and ./fakes/cmd/fakes as processes, with an
-// API key, the fake model slowed down so that a reply streams for a while,
-// and the weather tool on the fake Open-Meteo. The scenarios are in
+// binaries of ./cmd/companion and ./fakes/cmd/fakes as processes, twice:
+// with an API key, and with authentication off (for a first visit); the
+// fake model is slowed down so that a reply streams for a while, and the
+// weather tool is on the fake Open-Meteo. The scenarios are in
 // chat.test.mjs; screenshots go to output/ (and, with -update, the desktop
 // one to docs/web-chat.png).
 //
@@ -53,6 +54,7 @@ func TestWebChat(t *testing.T) {
 	bin := nodetest.BuildBinaries(t, root)
 	meteo := nodetest.StartFakeOpenMeteo(t, filepath.Join(bin, "fakes"))
 	base, logs := nodetest.StartService(t, filepath.Join(bin, "companion"), meteo, apiKey, resource, "-fake-token-delay", tokenDelay)
+	openBase, openLogs := nodetest.StartService(t, filepath.Join(bin, "companion"), meteo, "", "", "-fake-token-delay", tokenDelay)
 
 	out := filepath.Join(dir, "output")
 	if err := os.RemoveAll(out); err != nil {
@@ -60,6 +62,7 @@ func TestWebChat(t *testing.T) {
 	}
 	env := append(os.Environ(),
 		"COMPANION_TEST_URL="+base,
+		"COMPANION_TEST_OPEN_URL="+openBase,
 		"COMPANION_TEST_API_KEY="+apiKey,
 		"COMPANION_TEST_RESOURCE="+resource,
 		"COMPANION_TEST_OUTPUT="+out,
@@ -72,6 +75,7 @@ func TestWebChat(t *testing.T) {
 	if err := nodetest.RunNode(t, dir, env, "chat.test.mjs"); err != nil {
 		t.Errorf("node --test chat.test.mjs: %v", err)
 		t.Logf("the service's log (at most the last 60 lines):\n%s", logs.Tail(60))
+		t.Logf("the log of the service without authentication (at most the last 30 lines):\n%s", openLogs.Tail(30))
 	}
 	t.Logf("screenshots in %s", out)
 }

@@ -7,7 +7,9 @@
 // fails on any console error or uncaught exception in the page; the one
 // console error the browser writes by itself for a request the page expects
 // to be refused (the 401 before an API key is entered) is declared where it
-// happens and must occur. Screenshots go to COMPANION_TEST_OUTPUT.
+// happens and must occur. COMPANION_TEST_URL is the service with an API key,
+// COMPANION_TEST_OPEN_URL one with authentication off. Screenshots go to
+// COMPANION_TEST_OUTPUT.
 import { describe, test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, copyFileSync } from 'node:fs';
@@ -23,6 +25,7 @@ function required(name) {
 }
 
 const baseUrl = required('COMPANION_TEST_URL').replace(/\/$/, '');
+const openUrl = required('COMPANION_TEST_OPEN_URL').replace(/\/$/, '');
 const apiKey = required('COMPANION_TEST_API_KEY');
 const resourceId = required('COMPANION_TEST_RESOURCE');
 const output = required('COMPANION_TEST_OUTPUT');
@@ -121,6 +124,28 @@ const ui = (page) => ({
   asked: page.getByRole('log').getByRole('article', { name: 'You' }),
 });
 
+// KEY_PROMPT starts the status line of a refused credential.
+const KEY_PROMPT = 'The service asks for an API key or token';
+
+// whoami is the user id the header shows; userIdKept the one in the
+// settings (closed, they are out of the accessibility tree).
+const whoami = (page) => page.locator('#whoami').textContent();
+const userIdKept = (page) => page.locator('#resource').inputValue();
+const settingsOpen = (page) => page.evaluate(() => document.getElementById('settings-box').open);
+const settingsClosed = (page) => page.waitForFunction(() => !document.getElementById('settings-box').open);
+
+// visitRefused opens the page of the service with an API key, without one:
+// the page lists the threads of the guest id it acts for, the service
+// answers 401, and the page asks for the key.
+async function visitRefused(page) {
+  let res;
+  await expectConsoleError(/status of 401/, async () => {
+    res = await page.goto(baseUrl + '/');
+    await page.getByText(KEY_PROMPT).waitFor();
+  });
+  return res;
+}
+
 // signIn fills in the settings as a person would.
 async function signIn(page, { key = true } = {}) {
   const u = ui(page);
@@ -206,7 +231,7 @@ describe('web chat, desktop', () => {
   });
 
   test('the page is served with its security headers, and every control has a name', async () => {
-    const res = await page.goto(baseUrl + '/');
+    const res = await visitRefused(page);
     assert.equal(res.status(), 200);
     const h = res.headers();
     assert.match(h['content-security-policy'], /default-src 'self'/);
@@ -225,9 +250,12 @@ describe('web chat, desktop', () => {
       return out;
     });
     assert.deepEqual(unnamed, [], 'controls without an accessible name');
-    // Nothing is asked of the service before the page knows whom it acts for.
-    await assert.doesNotReject(u.userId.waitFor());
-    assert.match(await u.status.textContent(), /Enter a user id/);
+    // The page acted at once under a guest id of its own, and the refusal
+    // opened the settings at the key.
+    const guest = (await whoami(page)).match(/^User (guest-[0-9a-f]{12})$/);
+    assert.ok(guest, `no guest id shown: ${await whoami(page)}`);
+    assert.equal(await u.userId.inputValue(), guest[1]);
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'api-key');
   });
 
   test('without an API key the service refuses, and the page asks for one', async () => {
@@ -239,6 +267,8 @@ describe('web chat, desktop', () => {
     assert.equal(await page.evaluate(() => document.activeElement.id), 'api-key');
     await u.apiKey.fill(apiKey);
     await page.keyboard.press('Enter');
+    // The settings close once the threads are listed.
+    await settingsClosed(page);
     await page.getByText('No threads yet.').waitFor();
     assert.equal(await u.threads.count(), 0);
   });
@@ -390,7 +420,7 @@ describe('web chat, phone-sized', () => {
   });
 
   test('fits a 375 px wide screen, the threads open from a button, and a message gets its reply', async () => {
-    await page.goto(baseUrl + '/');
+    await visitRefused(page);
     await signIn(page);
     await u.replies.first().waitFor();
     const wide = () => page.evaluate(() => document.documentElement.scrollWidth);
@@ -438,7 +468,7 @@ describe('what the companion knows, search, and forgetting everything', () => {
   }
 
   test('"Remember that ..." is noted, and the panel shows what the companion knows', async () => {
-    await page.goto(baseUrl + '/');
+    await visitRefused(page);
     await signIn(page);
     await u.replies.first().waitFor();
     await u.newThread.click();
@@ -556,5 +586,152 @@ describe('what the companion knows, search, and forgetting everything', () => {
     await u.search.fill('sister');
     await page.keyboard.press('Enter');
     await u.found.getByText('Nothing found for “sister”.').waitFor();
+  });
+});
+
+// apiGet reads path of the service at base, as a client of the API would.
+async function apiGet(base, path, key = '') {
+  const headers = { 'X-Stream-Format': 'seed' };
+  if (key) headers.Authorization = 'Bearer ' + key;
+  const res = await fetch(base + path, { headers });
+  return { status: res.status, body: await res.json() };
+}
+
+const isStream = (r) => r.url().endsWith('/api/agents/companionAgent/stream') && r.method() === 'POST';
+
+describe('a first visit, with authentication off', () => {
+  let page;
+  let u;
+  let guest;
+  let threadId;
+
+  before(async () => {
+    page = await newPage(DESKTOP, 'first visit');
+    u = ui(page);
+  });
+
+  test('a message is sent at once under a guest id the page made, and shown', async () => {
+    const sent = page.waitForRequest(isStream);
+    await page.goto(openUrl + '/');
+    // The page is ready once it has listed the (no) threads and begun a new
+    // one, which it keeps as the last thread.
+    await page.waitForFunction(() => localStorage.getItem('companion.thread'));
+    await page.getByText('No threads yet.').waitFor();
+    const shown = (await whoami(page)).match(/^User (guest-[0-9a-f]{12})$/);
+    assert.ok(shown, `no guest id shown: ${await whoami(page)}`);
+    guest = shown[1];
+    assert.equal(await settingsOpen(page), false, 'the settings were opened');
+    const { text } = await sendAndWatch(page, FIRST);
+    assert.match(text, /start my day well/);
+    const body = (await sent).postDataJSON();
+    assert.equal(body.resourceId, guest);
+    threadId = body.threadId;
+    assert.equal(await u.threads.count(), 1);
+    await shot(page, 'desktop-first-visit');
+  });
+
+  test('the guest id stays across a reload, and the stored thread is its own', async () => {
+    await page.reload();
+    await u.replies.first().waitFor();
+    assert.equal(await whoami(page), 'User ' + guest);
+    assert.equal(await userIdKept(page), guest);
+    assert.equal(await u.threads.count(), 1);
+    const q = `resourceId=${encodeURIComponent(guest)}&agentId=companionAgent`;
+    const one = await apiGet(openUrl, `/api/memory/threads/${encodeURIComponent(threadId)}?${q}`);
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.equal(one.body.id, threadId);
+    assert.equal(one.body.resourceId, guest);
+    const list = await apiGet(openUrl, `/api/memory/threads?${q}`);
+    assert.deepEqual(list.body.threads.map((t) => t.id), [threadId]);
+  });
+
+  test('a user id changed in Settings takes effect, and emptied goes back to the guest id', async () => {
+    const asked = [];
+    const record = (r) => {
+      if (new URL(r.url()).pathname.startsWith('/api/memory/')) asked.push(r.url());
+    };
+    page.on('request', record);
+    await u.settings.click();
+    await u.userId.fill('visitor-two');
+    await u.useSettings.click();
+    await settingsClosed(page);
+    await page.getByText('No threads yet.').waitFor();
+    assert.equal(await whoami(page), 'User visitor-two');
+    const sent = page.waitForRequest(isStream);
+    const { text } = await sendAndWatch(page, WEATHER);
+    assert.match(text, /Berlin/);
+    assert.equal((await sent).postDataJSON().resourceId, 'visitor-two');
+    await u.memoryOpen.click();
+    await u.panel.waitFor();
+    await page.waitForFunction(() => document.getElementById('memory-status').textContent !== 'Reading…');
+    await u.panel.getByRole('button', { name: 'Close' }).click();
+    await u.search.fill('Berlin');
+    await page.keyboard.press('Enter');
+    await u.found.getByText(/for “Berlin”/).waitFor();
+    page.off('request', record);
+    // The thread list, the thread, what the companion knows and the search
+    // all asked for the new id.
+    for (const want of ['/api/memory/threads?', '/working-memory', '/api/memory/search']) {
+      assert.ok(asked.some((a) => a.includes(want)), `no request of ${want}: ${asked}`);
+    }
+    for (const a of asked) assert.equal(new URL(a).searchParams.get('resourceId'), 'visitor-two', a);
+
+    const list = await apiGet(openUrl, '/api/memory/threads?resourceId=visitor-two&agentId=companionAgent');
+    assert.equal(list.body.threads.length, 1);
+    assert.equal(list.body.threads[0].resourceId, 'visitor-two');
+    await page.reload();
+    await u.replies.first().waitFor();
+    assert.equal(await whoami(page), 'User visitor-two');
+
+    await u.settings.click();
+    await u.userId.fill('');
+    await u.useSettings.click();
+    await settingsClosed(page);
+    await page.getByRole('heading', { level: 2, name: FIRST }).waitFor();
+    assert.equal(await whoami(page), 'User ' + guest);
+    assert.equal(await userIdKept(page), guest);
+    assert.equal(await u.threads.count(), 1);
+  });
+});
+
+describe('authentication on, and no key stored', () => {
+  let page;
+  let u;
+
+  before(async () => {
+    page = await newPage(DESKTOP, 'no key');
+    u = ui(page);
+  });
+
+  test('sending is answered 401, and the page asks for the key; with it, the message goes', async () => {
+    await visitRefused(page);
+    // Closed, as a person who did not read the prompt would.
+    await u.settings.click();
+    assert.equal(await settingsOpen(page), false);
+    await u.message.fill('Hello?');
+    await expectConsoleError(/status of 401/, async () => {
+      const refused = page.waitForResponse((r) => isStream(r.request()));
+      await u.message.press('Enter');
+      assert.equal((await refused).status(), 401);
+    });
+    await page.getByText(KEY_PROMPT).waitFor();
+    assert.equal(await settingsOpen(page), true);
+    assert.equal(await page.evaluate(() => document.activeElement.id), 'api-key');
+    assert.equal(await u.message.inputValue(), 'Hello?', 'the message was not put back');
+    assert.equal(await u.replies.count(), 0);
+
+    // The key alone: it names the resource, and the guest id is not sent.
+    await u.apiKey.fill(apiKey);
+    await page.keyboard.press('Enter');
+    await settingsClosed(page);
+    assert.equal(await whoami(page), 'User of the API key');
+    const sent = page.waitForRequest(isStream);
+    const { text } = await sendAndWatch(page, 'Hello?');
+    assert.ok(text.length > 0);
+    const body = (await sent).postDataJSON();
+    assert.equal(body.resourceId, undefined);
+    const one = await apiGet(baseUrl, `/api/memory/threads/${encodeURIComponent(body.threadId)}`, apiKey);
+    assert.equal(one.status, 200, JSON.stringify(one.body));
+    assert.equal(one.body.resourceId, resourceId);
   });
 });

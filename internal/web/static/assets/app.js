@@ -53,7 +53,10 @@ const els = {
 };
 
 const state = {
+  // The user id: the one typed in Settings, or the guest id the page made.
   resource: '',
+  // made is whether resource is the page's guest id, not one chosen.
+  made: false,
   apiKey: '',
   personality: 'friend',
   // The thread shown, and the resource's threads as last listed.
@@ -72,8 +75,8 @@ const state = {
   remembered: 0,
 };
 
-// Storage: the user id, personality and last thread survive the browser;
-// the API key stays in this tab only.
+// Storage: the user id (and the guest id the page made), personality and
+// last thread survive the browser; the API key stays in this tab only.
 const saved = {
   get(area, key) {
     try {
@@ -108,10 +111,15 @@ function headers(extra = {}) {
   return h;
 }
 
+// actingFor is the resource id the page sends. With a credential and no id
+// chosen, none: the credential names its resource, which a made guest id
+// would contradict.
+const actingFor = () => (state.made && state.apiKey ? '' : state.resource);
+
 // url is path with the resource and params as its query.
 function url(path, params = {}) {
   const q = new URLSearchParams();
-  if (state.resource) q.set('resourceId', state.resource);
+  if (actingFor()) q.set('resourceId', actingFor());
   for (const [k, v] of Object.entries(params)) q.set(k, v);
   const s = q.toString();
   return s ? path + '?' + s : path;
@@ -169,10 +177,6 @@ function explain(err, what) {
   if (err instanceof ApiError) return what + ': ' + err.message;
   return what + ': the service could not be reached.';
 }
-
-// ready says whether the page knows whom it acts for: a user id, or a
-// credential that names one.
-const ready = () => Boolean(state.resource || state.apiKey);
 
 // ------------------------------------------------------------------ DOM
 
@@ -374,11 +378,6 @@ function drawThreads() {
 }
 
 async function loadThreads() {
-  if (!ready()) {
-    state.threads = [];
-    drawThreads();
-    return false;
-  }
   try {
     const list = await api(
       'GET',
@@ -477,12 +476,6 @@ async function search() {
     clearSearch();
     return;
   }
-  if (!ready()) {
-    setStatus('Enter a user id (or an API key or token) in Settings first.', 'error');
-    els.settingsBox.open = true;
-    els.resource.focus();
-    return;
-  }
   const searched = ++state.searched;
   let found;
   try {
@@ -532,12 +525,6 @@ function showMemory(text) {
 }
 
 async function openMemory() {
-  if (!ready()) {
-    setStatus('Enter a user id (or an API key or token) in Settings first.', 'error');
-    els.settingsBox.open = true;
-    els.resource.focus();
-    return;
-  }
   showMemory('');
   els.memoryEmpty.hidden = true;
   memoryStatus('Reading…');
@@ -589,7 +576,7 @@ async function forget() {
   // The erasure names the resource: the user id, or with only a
   // credential, the one its threads belong to.
   const listed = state.threads.find((t) => typeof t.resourceId === 'string' && t.resourceId);
-  const rid = state.resource || (listed ? listed.resourceId : '');
+  const rid = actingFor() || (listed ? listed.resourceId : '');
   if (!rid) {
     memoryStatus('Enter your user id in Settings first: everything kept under it is what would be forgotten.', 'error');
     return;
@@ -780,12 +767,6 @@ function setBusy(busy) {
 async function send() {
   const text = els.message.value.trim();
   if (!text || state.run) return;
-  if (!ready()) {
-    setStatus('Enter a user id (or an API key or token) in Settings first.', 'error');
-    els.settingsBox.open = true;
-    els.resource.focus();
-    return;
-  }
   if (!state.threadId) newThread();
   const threadId = state.threadId;
   const isNew = !state.threads.some((t) => t.id === threadId);
@@ -807,7 +788,7 @@ async function send() {
     threadId,
     runtimeContext: { metadata: { personality: state.personality } },
   };
-  if (state.resource) body.resourceId = state.resource;
+  if (actingFor()) body.resourceId = actingFor();
   try {
     const res = await fetch(AGENT + '/stream', {
       method: 'POST',
@@ -873,20 +854,29 @@ function showSidebar(open) {
 
 // ------------------------------------------------------------------ start
 
+// guestId is the guest id this browser keeps, made on its first visit:
+// with authentication off the page sends at once under it.
+function guestId() {
+  let id = saved.get('localStorage', 'guest');
+  if (!id) {
+    const b = crypto.getRandomValues(new Uint8Array(6));
+    id = 'guest-' + [...b].map((x) => x.toString(16).padStart(2, '0')).join('');
+    saved.set('localStorage', 'guest', id);
+  }
+  return id;
+}
+
 async function applySettings() {
-  state.resource = els.resource.value.trim();
+  // An emptied user id goes back to the guest id.
+  state.resource = els.resource.value.trim() || guestId();
+  state.made = state.resource === guestId();
   state.apiKey = els.apiKey.value.trim();
+  els.resource.value = state.resource;
   saved.set('localStorage', 'resource', state.resource);
   saved.set('sessionStorage', 'apiKey', state.apiKey);
-  els.whoami.textContent = state.resource ? 'User ' + state.resource : state.apiKey ? 'User of the API key' : '';
+  els.whoami.textContent = actingFor() ? 'User ' + actingFor() : state.apiKey ? 'User of the API key' : '';
   // Another person's search results are not theirs to see.
   clearSearch();
-  if (!ready()) {
-    setStatus('Enter a user id to begin (and an API key or token if the service asks for one).');
-    state.threads = [];
-    drawThreads();
-    return;
-  }
   setStatus('');
   if (!(await loadThreads())) return;
   els.settingsBox.open = false;
@@ -960,19 +950,13 @@ function wire() {
 
 async function start() {
   wire();
-  state.resource = saved.get('localStorage', 'resource');
-  state.apiKey = saved.get('sessionStorage', 'apiKey');
+  // A first visit acts at once under a guest id: the settings are asked
+  // for only when the service refuses (401: the API key or token).
+  els.resource.value = saved.get('localStorage', 'resource');
+  els.apiKey.value = saved.get('sessionStorage', 'apiKey');
   const p = saved.get('localStorage', 'personality');
   state.personality = PERSONALITIES.includes(p) ? p : 'friend';
-  els.resource.value = state.resource;
-  els.apiKey.value = state.apiKey;
   els.personality.value = state.personality;
-  if (!ready()) {
-    els.settingsBox.open = true;
-    setStatus('Enter a user id to begin (and an API key or token if the service asks for one).');
-    drawThreads();
-    return;
-  }
   await applySettings();
 }
 
