@@ -3,8 +3,10 @@ package pgtest
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/companionhq/companion/internal/testkit"
 	"github.com/companionhq/companion/internal/testkit/throwaway"
@@ -78,11 +80,21 @@ func (s *Server) Crash(t testing.TB) {
 // until it takes connections.
 func (s *Server) Start(t testing.TB) {
 	t.Helper()
-	// The crashed server's lock file names a process that is gone.
-	_ = os.Remove(filepath.Join(s.data, "postmaster.pid"))
-	_, proc, err := startServer(s.bin, s.dir, s.data, s.port, s.cred, durable)
-	if err != nil {
-		t.Fatalf("starting the private PostgreSQL again: %v", err)
+	// The crashed server's backends notice their postmaster is gone and
+	// exit, and hold its shared memory until they have: on a busy machine
+	// that takes a moment, in which a new server refuses to start.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		// The crashed server's lock file names a process that is gone.
+		_ = os.Remove(filepath.Join(s.data, "postmaster.pid"))
+		_, proc, err := startServer(s.bin, s.dir, s.data, s.port, s.cred, durable)
+		if err == nil {
+			s.proc = proc
+			return
+		}
+		if !strings.Contains(err.Error(), "pre-existing shared memory block") || time.Now().After(deadline) {
+			t.Fatalf("starting the private PostgreSQL again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	s.proc = proc
 }
