@@ -3,9 +3,18 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,6 +129,22 @@ func TestEverythingOverStdio(t *testing.T) {
 	if out, err := echo.Run(ctx, json.RawMessage(`{"message":"again"}`)); err != nil || out != "Echo: again" {
 		t.Errorf("everything_echo after an error = %#v, %v", out, err)
 	}
+
+	// A call slower than its deadline fails in time, and the next call
+	// gets an answer.
+	slow := tool(t, set, "everything_trigger-long-running-operation")
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := slow.Run(short, json.RawMessage(`{"duration":30,"steps":1}`)); err == nil || !strings.Contains(err.Error(), "did not answer in time") {
+		t.Errorf("a slow call = %v, want a timeout", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a slow call took %s", d)
+	}
+	if out, err := echo.Run(ctx, json.RawMessage(`{"message":"later"}`)); err != nil || out != "Echo: later" {
+		t.Errorf("everything_echo after a timeout = %#v, %v", out, err)
+	}
 }
 
 func TestAllowList(t *testing.T) {
@@ -162,5 +187,88 @@ func TestServerDown(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "unreachable") {
 			t.Errorf("%s = %v, want unreachable", tl.Name(), err)
 		}
+	}
+}
+
+// startHTTP runs the reference server over streamable HTTP on addr until
+// the test ends or the returned stop is called.
+func startHTTP(t *testing.T, srv mcp.Server, addr string) (stop func()) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(srv.Command, srv.Args[0], "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	var logs testkit.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	stop = func() {
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return stop
+		}
+		select {
+		case <-done:
+			t.Fatalf("the server exited: %s", logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not listen on %s: %s", addr, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestEverythingOverHTTPReconnects(t *testing.T) {
+	node := everything(t)
+	addr := testkit.FreeAddr(t)
+	stop := startHTTP(t, node, addr)
+	// A proxy in front records the headers the client sends.
+	target, _ := url.Parse("http://" + addr)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // the refused calls are the point
+	var auth atomic.Value
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	srv := mcp.Server{Name: "web", URL: front.URL + "/mcp", Headers: map[string]string{"Authorization": "Bearer k"}}
+	set := mcp.Open(t.Context(), []mcp.Server{srv}, mcp.Options{})
+	t.Cleanup(func() { set.Close() })
+	sum := tool(t, set, "web_get-sum")
+	call := func() (any, error) {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		return sum.Run(ctx, json.RawMessage(`{"a":2,"b":3}`))
+	}
+	const want = "The sum of 2 and 3 is 5."
+	if out, err := call(); err != nil || out != want {
+		t.Fatalf("web_get-sum = %#v, %v; want %q", out, err, want)
+	}
+	if got := auth.Load(); got != "Bearer k" {
+		t.Errorf("Authorization = %v, want the configured header", got)
+	}
+
+	stop()
+	if _, err := call(); err == nil {
+		t.Fatal("a call to a stopped server succeeded")
+	}
+	startHTTP(t, node, addr)
+	if out, err := call(); err != nil || out != want {
+		t.Fatalf("after a restart web_get-sum = %#v, %v; want %q", out, err, want)
 	}
 }
