@@ -161,6 +161,40 @@ func TestMCPToolsInAStream(t *testing.T) {
 		})
 	}
 
+	// The agent's description lists the allowed MCP tools with their schemas.
+	res, body := svc.Do(t, "GET", "/api/agents/companionAgent", "")
+	var agent struct {
+		Tools map[string]struct {
+			InputSchema string `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &agent); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("agent details = %d %s (%v)", res.StatusCode, body, err)
+	}
+	for _, name := range []string{"everything_echo", "everything_get-sum", "down_echo"} {
+		if _, ok := agent.Tools[name]; !ok {
+			t.Errorf("agent details have no %s: %s", name, body)
+		}
+	}
+	if _, ok := agent.Tools["everything_get-env"]; ok {
+		t.Error("agent details list a tool the allow-list hides")
+	}
+	if !strings.Contains(agent.Tools["everything_echo"].InputSchema, "message") {
+		t.Errorf("everything_echo's schema = %s", agent.Tools["everything_echo"].InputSchema)
+	}
+
+	// Its calls are counted like weatherTool's, by tool and outcome.
+	_, metrics := svc.Do(t, "GET", "/metrics", "")
+	for _, want := range []string{
+		`companion_tool_calls_total{outcome="ok",tool="everything_echo"} 1`,
+		`companion_tool_calls_total{outcome="error",tool="everything_echo"} 1`,
+		`companion_tool_calls_total{outcome="error",tool="down_echo"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+
 	// /ready does not wait for the server that is down.
 	if res, body := svc.Do(t, "GET", "/ready", ""); res.StatusCode != http.StatusOK {
 		t.Errorf("/ready = %d %s", res.StatusCode, body)
