@@ -443,6 +443,7 @@ func toolsFlags(f *flags, cfg *app.ToolsConfig, def app.ToolsConfig) {
 	f.str(&w.GeocodingURL, setting{"weather-geocoding-url", "COMPANION_WEATHER_GEOCODING_URL", "Open-Meteo geocoding API base URL"}, def.Weather.GeocodingURL)
 	f.str(&w.ForecastURL, setting{"weather-forecast-url", "COMPANION_WEATHER_FORECAST_URL", "Open-Meteo forecast API base URL"}, def.Weather.ForecastURL)
 	f.dur(&w.Timeout, setting{"weather-timeout", "COMPANION_WEATHER_TIMEOUT", "timeout of each Open-Meteo request"}, def.Weather.Timeout)
+	f.str(&cfg.MCPServers, setting{"mcp-servers", "COMPANION_MCP_SERVERS", "mcpServers file (JSON, as Claude Desktop and Cursor write it) whose servers' tools are offered too, named <server>_<tool>"}, def.MCPServers)
 	f.then(func() {
 		f.require(w.Timeout > 0, graceAndTimeout)
 		for _, u := range []string{w.GeocodingURL, w.ForecastURL} {

@@ -249,6 +249,19 @@ func TestBadPricesFileFailsAtStart(t *testing.T) {
 	}
 }
 
+func TestBadMCPServersFileFailsAtStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(file, []byte(`{"mcpServers":{"files":{"command":"x","url":"http://h"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := "sqlite://" + filepath.Join(t.TempDir(), "c.db")
+	env := map[string]string{"COMPANION_MCP_SERVERS": file}
+	err := run(context.Background(), []string{"serve", "-addr", "127.0.0.1:0", "-database-url", db}, func(k string) string { return env[k] }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `server "files": "command" and "url" both set`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestCommands(t *testing.T) {
 	var out strings.Builder
 	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "companion ") {

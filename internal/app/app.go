@@ -35,6 +35,7 @@ import (
 	"github.com/companionhq/companion/internal/pricing"
 	"github.com/companionhq/companion/internal/runlog"
 	"github.com/companionhq/companion/internal/telemetry"
+	"github.com/companionhq/companion/internal/tool/mcp"
 	"github.com/companionhq/companion/internal/tool/weather"
 	"github.com/companionhq/companion/internal/turn"
 	"github.com/companionhq/companion/internal/web"
@@ -54,6 +55,8 @@ type App struct {
 	api     *httpapi.Server
 	// closeShared closes the run log and the Redis client, if any.
 	closeShared func()
+	// mcp is the MCP servers' clients, stopping their processes on Close.
+	mcp *mcp.Set
 	// draining is set at the start of a shutdown: /ready answers 503.
 	draining atomic.Bool
 }
@@ -95,7 +98,16 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 			_ = tel.tracing.Shutdown(context.WithoutCancel(ctx))
 		}
 	}()
-	ag, err := newAgent(cfg, m, tel, log)
+	mcpTools, err := openMCP(ctx, cfg.Tools, log)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			mcpTools.Close()
+		}
+	}()
+	ag, err := newAgent(cfg, m, mcpTools, tel, log)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +143,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		auth:        authn,
 		metrics:     telemetry.Handler(tel.registry),
 		closeShared: sh.close,
+		mcp:         mcpTools,
 	}
 	a.api = a.newAPI(turns, describeAgent(ag, turns, m), tel, sh)
 	a.handler = a.api
@@ -171,10 +184,28 @@ func newInstruments(ctx context.Context, cfg TelemetryConfig) (_ instruments, er
 	return instruments{tracing: tp, registry: reg, metrics: metrics}, nil
 }
 
-// newAgent is the agent on model m with the tools of cfg, its runs priced
-// by the shipped prices or cfg's prices file.
-func newAgent(cfg Config, m model.Model, tel instruments, log *slog.Logger) (*agent.Agent, error) {
+// openMCP connects to the MCP servers of cfg's file, if any. Only a broken
+// file fails the start: a server that cannot be reached is logged, and its
+// tools fail until it answers.
+func openMCP(ctx context.Context, cfg ToolsConfig, log *slog.Logger) (*mcp.Set, error) {
+	var servers []mcp.Server
+	if cfg.MCPServers != "" {
+		var err error
+		if servers, err = mcp.Load(cfg.MCPServers); err != nil {
+			return nil, err
+		}
+	}
+	return mcp.Open(ctx, servers, mcp.Options{Log: log}), nil
+}
+
+// newAgent is the agent on model m with the tools of cfg and the MCP
+// servers' tools, its runs priced by the shipped prices or cfg's prices
+// file.
+func newAgent(cfg Config, m model.Model, servers *mcp.Set, tel instruments, log *slog.Logger) (*agent.Agent, error) {
 	tools := []agent.Tool{weather.New(cfg.Tools.Weather)}
+	for _, t := range servers.Tools() {
+		tools = append(tools, t)
+	}
 	toolNames := make([]string, 0, len(tools)+1)
 	for _, t := range tools {
 		toolNames = append(toolNames, t.Name())
@@ -416,6 +447,9 @@ func (a *App) Close() error {
 	}
 	a.auth.Close()
 	a.closeShared()
+	if err := a.mcp.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("closing the MCP servers: %w", err))
+	}
 	return errors.Join(errs...)
 }
 

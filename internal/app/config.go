@@ -130,6 +130,10 @@ type ModelConfig struct {
 // ToolsConfig configures the agent's tools.
 type ToolsConfig struct {
 	Weather weather.Config
+	// MCPServers is an mcpServers file (JSON, as Claude Desktop, Cursor and
+	// Mastra write it) whose servers' tools the agent offers too; "" is
+	// none.
+	MCPServers string
 }
 
 // TelemetryConfig is what the service's spans say and where they go.

@@ -15,7 +15,7 @@ const module = "github.com/companionhq/companion/"
 // A package missing here is a package the document does not describe yet.
 var mayImport = map[string][]string{
 	"cmd/companion":            {"internal/api", "internal/app", "internal/auth", "internal/client", "internal/redact", "internal/telemetry"},
-	"internal/app":             {"internal/agent", "internal/apperr", "internal/auth", "internal/httpapi", "internal/limits", "internal/memory", "internal/memory/postgres", "internal/memory/sqlite", "internal/model", "internal/model/provider", "internal/openapi", "internal/pricing", "internal/redact", "internal/runlog", "internal/telemetry", "internal/tool/weather", "internal/turn", "internal/web"},
+	"internal/app":             {"internal/agent", "internal/apperr", "internal/auth", "internal/httpapi", "internal/limits", "internal/memory", "internal/memory/postgres", "internal/memory/sqlite", "internal/model", "internal/model/provider", "internal/openapi", "internal/pricing", "internal/redact", "internal/runlog", "internal/telemetry", "internal/tool/mcp", "internal/tool/weather", "internal/turn", "internal/web"},
 	"internal/httpapi":         {"internal/agent", "internal/api", "internal/apperr", "internal/auth", "internal/limits", "internal/memory", "internal/model", "internal/offstack", "internal/openapi", "internal/pricing", "internal/requestid", "internal/run", "internal/runlog", "internal/turn"},
 	"internal/telemetry":       {"internal/agent", "internal/api", "internal/httpapi", "internal/requestid", "internal/runlog", "internal/turn"},
 	"internal/api":             {},
@@ -31,6 +31,7 @@ var mayImport = map[string][]string{
 	"internal/memory/migrate":  {},
 	"internal/agent":           {"internal/model", "internal/pricing"},
 	"internal/tool/weather":    {},
+	"internal/tool/mcp":        {},
 	"internal/model":           {},
 	"internal/model/fake":      {"internal/model"},
 	"internal/model/cohere":    {"internal/model"},

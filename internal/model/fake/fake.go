@@ -7,7 +7,9 @@
 // message in that voice, quoting it; it recalls the previous user message
 // when the conversation has one; when the last user message asks about the
 // weather in a place, it calls weatherTool with that place (arguments in
-// several deltas) and, once the results are back, answers from them. It
+// several deltas) and, once the results are back, answers from them; when
+// it is "/tool NAME {json arguments}" and NAME is offered, it calls NAME so
+// and answers with the result's text. It
 // honours MaxOutputTokens with finish reason "length", and counts tokens as
 // whitespace-led words.
 package fake
@@ -116,6 +118,7 @@ func plan(req model.Request) answer {
 	if last.Role == model.RoleUser && hasTool(req.Tools, "weatherTool") {
 		where = places(last.Content)
 	}
+	commanded, commandArgs, command := commandedTool(lastUser(req.Messages), req.Tools)
 	fact := ""
 	if last.Role == model.RoleUser && hasTool(req.Tools, memoryTool) {
 		fact = remembered(last.Content)
@@ -125,6 +128,11 @@ func plan(req model.Request) answer {
 	switch {
 	case req.System == model.TitleInstructions:
 		a.text, usage.OutputTokens, reason = cut(title(req.Messages), req.MaxOutputTokens)
+	case command && lastToolCall(req.Messages) == commanded:
+		a.text, usage.OutputTokens, reason = cut(commandAnswer(req.Messages), req.MaxOutputTokens)
+	case command && last.Role == model.RoleUser:
+		a.calls, usage.OutputTokens = commandCall(req, commanded, commandArgs)
+		reason = model.FinishToolCalls
 	case lastToolCall(req.Messages) == memoryTool:
 		a.text, usage.OutputTokens, reason = cut(voice.noted(remembered(lastUser(req.Messages))), req.MaxOutputTokens)
 	case last.Role == model.RoleTool:
