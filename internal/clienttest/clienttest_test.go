@@ -1,8 +1,8 @@
 // Package clienttest drives the real JavaScript client packages that
 // front ends use, @mastra/client-js, the AI SDK's `ai` and OpenAI's
-// `openai`, against the built service: the binaries of ./cmd/companion and ./fakes/cmd/fakes, started as
-// processes, with authentication on and the weather tool pointed at the fake
-// Open-Meteo. The scripts are in node/; their versions are pinned in
+// `openai`, against the built service: the binaries of ./cmd/companion and
+// ./fakes/cmd/fakes, started as processes, with authentication on and the
+// weather tool pointed at the fake Open-Meteo. The scripts are in node/; their versions are pinned in
 // node/package-lock.json.
 //
 // Without node (20 or newer) and npm the test is skipped, except under
