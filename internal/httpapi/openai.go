@@ -151,6 +151,7 @@ func (s *Server) openaiRequest(w http.ResponseWriter, r *http.Request) (agent.In
 		return agent.Input{}, call, err
 	}
 	in, err := validateRun(gen, s.cfg.Limits)
+	in.Temperature = req.Temperature
 	return in, call, err
 }
 
@@ -163,6 +164,8 @@ func openaiSettings(req api.OpenAIChatRequest, gen *api.GenerateRequest) error {
 	if len(req.Tools) > 0 && !isJSONNull(req.Tools) && string(bytes.TrimSpace(req.Tools)) != "[]" {
 		return apperr.New(apperr.Invalid, "tools are not accepted: the companion runs its own tools and answers with the result")
 	}
+	// temperature goes to the model (openaiRequest); top_p and n are
+	// checked only.
 	if req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 2) {
 		return apperr.New(apperr.Invalid, "temperature must be between 0 and 2")
 	}

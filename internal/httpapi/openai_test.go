@@ -6,11 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	fakeopenai "github.com/companionhq/companion/fakes/openai"
+	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/api"
+	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 )
 
@@ -322,5 +326,43 @@ func TestOpenAIErrors(t *testing.T) {
 	res, b := svc.DoHeader(t, "POST", completionsPath, completion("companion", "", hello, ""), http.Header{"Authorization": {"Bearer " + token(t, "dana", time.Time{})}})
 	if res.StatusCode != 200 {
 		t.Errorf("with a token: status %d: %s", res.StatusCode, b)
+	}
+}
+
+// TestOpenAITemperature: temperature goes to the provider, and only when
+// the client sent one.
+func TestOpenAITemperature(t *testing.T) {
+	fake := fakeopenai.New(upstream.Options{})
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	svc := apptest.Start(t, func(cfg *app.Config) {
+		cfg.Model.Model, cfg.Model.BaseURL, cfg.Model.OpenAIAPIKey = "openai/gpt-4o-mini", srv.URL+"/v1", "sk-test-0123456789abcdef"
+	})
+	for i, tc := range []struct {
+		extra string
+		want  any
+	}{{`,"temperature":0.3`, 0.3}, {`,"temperature":0`, 0.0}, {"", nil}} {
+		res, b := svc.Post(t, completionsPath, completion("companion", "u1", fmt.Sprintf(`[{"role":"user","content":"Hello %d"}]`, i), tc.extra))
+		if res.StatusCode != 200 {
+			t.Fatalf("status %d: %s", res.StatusCode, b)
+		}
+		// The turn's call, not a thread title's, which may come after it
+		// and offers no tools.
+		var sent map[string]any
+		for _, ex := range fake.Exchanges() {
+			var body map[string]any
+			if err := json.Unmarshal(ex.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if body["tools"] != nil && strings.Contains(string(ex.Body), fmt.Sprintf("Hello %d", i)) {
+				sent = body
+			}
+		}
+		if sent == nil {
+			t.Fatalf("%s: no call of the turn reached the provider", tc.extra)
+		}
+		if got, ok := sent["temperature"]; got != tc.want || ok != (tc.want != nil) {
+			t.Errorf("%s: the provider got temperature %v (sent: %v), want %v", tc.extra, got, ok, tc.want)
+		}
 	}
 }
