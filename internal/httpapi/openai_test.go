@@ -366,3 +366,46 @@ func TestOpenAITemperature(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenAILimitsAndFailures: a rate limit answers 429 in OpenAI's shape,
+// and a model that fails mid-answer ends the stream with an error frame,
+// then [DONE].
+func TestOpenAILimitsAndFailures(t *testing.T) {
+	t.Run("rate limit", func(t *testing.T) {
+		svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.RateLimit = 1 })
+		hello := completion("companion", "u1", `[{"role":"user","content":"Hello"}]`, "")
+		if res, b := svc.Post(t, completionsPath, hello); res.StatusCode != 200 {
+			t.Fatalf("first request: %d %s", res.StatusCode, b)
+		}
+		res, b := svc.Post(t, completionsPath, hello)
+		var e api.OpenAIErrorBody
+		_ = json.Unmarshal(b, &e)
+		if res.StatusCode != 429 || res.Header.Get("Retry-After") == "" || e.Error.Type != "rate_limit_error" || e.Error.Code == nil || *e.Error.Code != "rate_limit_exceeded" {
+			t.Errorf("second request: %d, Retry-After %q: %s", res.StatusCode, res.Header.Get("Retry-After"), b)
+		}
+	})
+	t.Run("model cut mid-answer", func(t *testing.T) {
+		fake := fakeopenai.New(upstream.Options{Faults: []upstream.Fault{{Kind: upstream.FaultCut, After: 3}, {Kind: upstream.FaultCut, After: 3}, {Kind: upstream.FaultCut, After: 3}}})
+		srv := httptest.NewServer(fake)
+		t.Cleanup(srv.Close)
+		svc := apptest.Start(t, func(cfg *app.Config) {
+			cfg.Model.Model, cfg.Model.BaseURL, cfg.Model.OpenAIAPIKey = "openai/gpt-4o-mini", srv.URL+"/v1", "sk-test-0123456789abcdef"
+			cfg.Model.RetryDelay = time.Millisecond
+		})
+		res, b := svc.Post(t, completionsPath, completion("companion", "u1", `[{"role":"user","content":"Hello"}]`, `,"stream":true`))
+		if res.StatusCode != 200 {
+			t.Fatalf("status %d: %s", res.StatusCode, b)
+		}
+		chunks, done := sseChunks(t, b)
+		last := chunks[len(chunks)-1]
+		e, _ := last["error"].(map[string]any)
+		if !done || e == nil || e["type"] != "server_error" || e["code"] != "model_error" || !strings.Contains(e["message"].(string), "model failed") {
+			t.Errorf("the stream does not end with the model's failure, then [DONE] (%v):\n%s", done, b)
+		}
+		for _, c := range chunks[:len(chunks)-1] {
+			if c["object"] != "chat.completion.chunk" {
+				t.Errorf("a chunk before the error: %v", c)
+			}
+		}
+	})
+}
