@@ -141,6 +141,9 @@ type Input struct {
 	// MaxSteps and MaxOutputTokens lower the agent's limits when positive.
 	MaxSteps        int
 	MaxOutputTokens int
+	// Temperature is the model's sampling temperature for the run; nil
+	// leaves it to the model.
+	Temperature *float64
 	// Context is what the service knows that the model should (what is
 	// kept about the user, earlier conversations recalled): blocks shown
 	// after the instructions, in order.

@@ -161,6 +161,9 @@ func (r *run) startModelSpan(ctx context.Context, req model.Request) (context.Co
 	if req.MaxOutputTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxOutputTokens))
 	}
+	if req.Temperature != nil {
+		attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
+	}
 	if r.a.cfg.TraceContent {
 		attrs = append(attrs,
 			semconv.GenAISystemInstructionsKey.String(jsonString([]genAIPart{{Type: "text", Content: req.System}})),

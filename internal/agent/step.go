@@ -49,7 +49,7 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 		return false, err
 	}
 
-	req := model.Request{System: r.system, Messages: r.convo, Tools: r.specs, MaxOutputTokens: r.maxOut}
+	req := model.Request{System: r.system, Messages: r.convo, Tools: r.specs, MaxOutputTokens: r.maxOut, Temperature: r.in.Temperature}
 	out := &answer{byID: map[string]*call{}}
 	// Tools still running when the step fails must not outlive it.
 	defer func() {

@@ -1,8 +1,8 @@
 // Package clienttest drives the real JavaScript client packages that
-// front ends use, @mastra/client-js and the AI SDK's `ai`, against the built
-// service: the binaries of ./cmd/companion and ./fakes/cmd/fakes, started as
-// processes, with authentication on and the weather tool pointed at the fake
-// Open-Meteo. The scripts are in node/; their versions are pinned in
+// front ends use, @mastra/client-js, the AI SDK's `ai` and OpenAI's
+// `openai`, against the built service: the binaries of ./cmd/companion and
+// ./fakes/cmd/fakes, started as processes, with authentication on and the
+// weather tool pointed at the fake Open-Meteo. The scripts are in node/; their versions are pinned in
 // node/package-lock.json.
 //
 // Without node (20 or newer) and npm the test is skipped, except under
@@ -29,7 +29,7 @@ const (
 )
 
 // scripts are the node test files, each run as a subtest of its own.
-var scripts = []string{"mastra.test.mjs", "aisdk.test.mjs"}
+var scripts = []string{"mastra.test.mjs", "aisdk.test.mjs", "openai.test.mjs"}
 
 var suite = nodetest.Suite{What: "the JavaScript client tests", Setup: ".ci/node"}
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -114,6 +115,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if n := retrySeconds(retryAfterOf(err, ae)); n > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(n))
+	}
+	if strings.HasPrefix(r.URL.Path, openaiPrefix) {
+		writeJSON(w, status, openaiErrorBody(err, ae, status))
+		return
 	}
 	writeJSON(w, status, errorBody(ae.Message))
 }

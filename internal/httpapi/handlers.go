@@ -140,6 +140,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Tim
 			return
 		}
 	}
+	s.streamWith(w, r, arrived, in, func(runID string) dialect { return newDialect(format, runID) })
+}
+
+// streamWith is stream in the dialect dialectOf makes for the run's id.
+func (s *Server) streamWith(w http.ResponseWriter, r *http.Request, arrived time.Time, in *agent.Input, dialectOf func(runID string) dialect) {
 	release, err := s.admitStream()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -151,7 +156,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, arrived time.Tim
 		s.writeError(w, r, err)
 		return
 	}
-	s.followRun(w, r, runID, 0, newDialect(format, runID), arrived)
+	s.followRun(w, r, runID, 0, dialectOf(runID), arrived)
 }
 
 // handleResume serves GET /api/agents/{agentId}/runs/{runId}/stream: the

@@ -45,6 +45,8 @@ func (s *Server) routes() chi.Router {
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/generate", s.handleGenerate())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/stream", s.handleStream())
 		r.With(s.requireJSON).Post("/api/agents/{agentId}/chat", s.handleChat())
+		r.Get("/v1/models", s.handleModels())
+		r.With(s.requireJSON).Post("/v1/chat/completions", s.handleChatCompletions())
 		r.Get("/api/agents/{agentId}/runs/{runId}/stream", s.handleResume())
 		r.Post("/api/agents/{agentId}/runs/{runId}/cancel", s.handleCancel())
 		if s.cfg.Metrics != nil {

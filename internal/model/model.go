@@ -44,6 +44,8 @@ type Request struct {
 	Tools []ToolSpec
 	// MaxOutputTokens caps the answer; 0 leaves it to the model.
 	MaxOutputTokens int
+	// Temperature is the sampling temperature; nil leaves it to the model.
+	Temperature *float64
 }
 
 // Message is one message of the conversation the model sees.

@@ -45,6 +45,7 @@ const (
 	errorville  = "What's the weather in Errorville?"
 	story       = "Tell me a long story about the sea."
 	resourceOne = "user-1"
+	completions = "/v1/chat/completions"
 )
 
 var dialects = []string{"seed", "mastra", "ai-sdk"}
@@ -54,6 +55,13 @@ var dialects = []string{"seed", "mastra", "ai-sdk"}
 func runBody(thread, text string, extra ...string) string {
 	b, _ := json.Marshal(text)
 	return fmt.Sprintf(`{"threadId":%q,"resourceId":%q,"messages":[{"role":"user","content":%s}]%s}`, thread, resourceOne, b, strings.Join(extra, ""))
+}
+
+// completionBody is an OpenAI chat completion request of one user message
+// for resourceOne on thread (derived when ""), with extra fields.
+func completionBody(thread, text string, extra ...string) string {
+	b, _ := json.Marshal(text)
+	return fmt.Sprintf(`{"model":"companion","user":%q,"thread_id":%q,"messages":[{"role":"user","content":%s}]%s}`, resourceOne, thread, b, strings.Join(extra, ""))
 }
 
 // chatBody is the AI SDK's chat request of one user message.
@@ -121,11 +129,11 @@ var untestable = []struct {
 	status int
 	why    string
 }{
-	{[]string{"listAgents", "getAgent", "generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
+	{[]string{"listAgents", "getAgent", "listModels", "chatCompletions", "generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
 		"getWorkingMemory", "updateWorkingMemory", "listWorkingMemoryVersions", "restoreWorkingMemory", "searchMemory", "saveMessages", "eraseResource",
 		"health", "ready", "metrics"}, 500,
 		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (A reply that cannot be saved is the store's failure: generate answers 503, tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
-	{[]string{"listAgents", "getAgent", "cancelRun", "metrics"}, 503,
+	{[]string{"listAgents", "getAgent", "listModels", "cancelRun", "metrics"}, 503,
 		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
 }
 
@@ -262,6 +270,21 @@ func mainScenarios(t *testing.T, c *checker) {
 	do("POST", chatPath, `{"id":"chat-1","resourceId":"user-1","trigger":"regenerate-message","messages":[{"role":"user","parts":[{"type":"text","text":"Again"}]}]}`, 409)
 	do("POST", chatPath, `{"messages":[{"role":"user","parts":[{"type":"text","text":"Hi"}]}]}`, 400)
 
+	// The OpenAI-compatible front: the model list; completions whole and
+	// streamed, with the tool and the token limit; its errors.
+	do("GET", "/v1/models", "", 200)
+	do("POST", completions, `{"model":"companion-guru","user":"user-1","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"How can I find calm?"}]}],"temperature":0.7,"n":1}`, 200)
+	do("POST", completions, completionBody("", berlin), 200)
+	do("POST", completions, completionBody("o-length", story, `,"max_tokens":12`), 200)
+	c.open(t, svc, "POST", completions, completionBody("", "Hello there", `,"stream":true`), nil).finish(t)
+	c.open(t, svc, "POST", completions, completionBody("o-stream", story, `,"stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":12`), nil).finish(t)
+	do("POST", completions, `{"model":`, 400)
+	do("POST", completions, `{"model":"companion","messages":[{"role":"tool","content":"x"}]}`, 400)
+	do("POST", completions, `{"model":"gpt-4o","messages":[{"role":"user","content":"Hi"}]}`, 404)
+	do("POST", completions, `{"model":"companion","user":"user-2","thread_id":"g-weather","messages":[{"role":"user","content":"Hi"}]}`, 403)
+	do("POST", completions, huge, 413)
+	do("POST", completions, `{}`, 415, "Content-Type", "application/xml")
+
 	// Resuming and cancelling a run.
 	if runID == "" {
 		t.Fatal("no run id from the seed stream")
@@ -373,6 +396,8 @@ func everyOperation(thread, run string) []operation {
 		{"POST", generate, runBody(thread, "Hi")},
 		{"POST", streamPath, runBody(thread, "Hi")},
 		{"POST", chatPath, chatBody(thread, "Hi")},
+		{"GET", "/v1/models", ""},
+		{"POST", completions, completionBody(thread, "Hi")},
 		{"GET", agent + "/runs/" + run + "/stream" + owned, ""},
 		{"POST", agent + "/runs/" + run + "/cancel" + owned, ""},
 		{"GET", threads + owned, ""},
@@ -427,7 +452,7 @@ func headerScenarios(t *testing.T, c *checker) {
 func slowBodyScenarios(t *testing.T, c *checker) {
 	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.BodyReadTimeout = 200 * time.Millisecond })
 	addr := strings.TrimPrefix(svc.URL, "http://")
-	for _, r := range []operation{{"POST", generate, ""}, {"POST", streamPath, ""}, {"POST", chatPath, ""}, {"PATCH", threads + "/slow" + owned, ""},
+	for _, r := range []operation{{"POST", generate, ""}, {"POST", streamPath, ""}, {"POST", chatPath, ""}, {"POST", completions, ""}, {"PATCH", threads + "/slow" + owned, ""},
 		{"POST", threads + "/slow/working-memory" + owned, ""}, {"POST", threads + "/slow/working-memory/restore" + owned, ""}, {"POST", savePath, ""}} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -455,7 +480,7 @@ func busyScenarios(t *testing.T, c *checker) {
 	s := c.open(t, svc, "POST", streamPath, runBody("busy", story), nil)
 	s.until(t, `"type":"text"`)
 	for _, r := range []operation{{"POST", generate, runBody("busy", "Hi")}, {"POST", streamPath, runBody("busy", "Hi")},
-		{"POST", chatPath, chatBody("busy", "Hi")}, {"DELETE", threads + "/busy" + owned, ""}} {
+		{"POST", chatPath, chatBody("busy", "Hi")}, {"POST", completions, completionBody("busy", "Hi")}, {"DELETE", threads + "/busy" + owned, ""}} {
 		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 		want(t, res, b, 409)
 	}
@@ -471,6 +496,7 @@ func fullScenarios(t *testing.T, c *checker) {
 	var ev struct{ RunID string }
 	_ = json.Unmarshal([]byte(f.data), &ev)
 	for _, r := range []operation{{"POST", streamPath, runBody("full-2", "Hi")}, {"POST", chatPath, chatBody("full-3", "Hi")},
+		{"POST", completions, completionBody("full-4", "Hi", `,"stream":true`)},
 		{"GET", agent + "/runs/" + ev.RunID + "/stream" + owned, ""}} {
 		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 		want(t, res, b, 503)
@@ -542,15 +568,16 @@ func providerScenarios(t *testing.T, c *checker) {
 		faults []upstream.Fault
 		status int
 	}{
-		// Three attempts per request, three requests.
-		{"server error", times(9, upstream.Fault{Kind: upstream.FaultStatus, Status: 500}), 502},
+		// Three attempts per request, four requests.
+		{"server error", times(12, upstream.Fault{Kind: upstream.FaultStatus, Status: 500}), 502},
 		// A provider that asks to wait longer than the retry budget: no retry.
-		{"overloaded", times(3, upstream.Fault{Kind: upstream.FaultStatus, Status: 503, RetryAfter: "30"}), 503},
+		{"overloaded", times(4, upstream.Fault{Kind: upstream.FaultStatus, Status: 503, RetryAfter: "30"}), 503},
 		// No first token in time: no retry.
-		{"no first token", times(3, upstream.Fault{Kind: upstream.FaultHang}), 504},
+		{"no first token", times(4, upstream.Fault{Kind: upstream.FaultHang}), 504},
 	} {
 		svc := start(tc.faults...)
-		for _, r := range []operation{{"POST", generate, runBody("p-1", "Hello")}, {"POST", streamPath, runBody("p-2", "Hello")}, {"POST", chatPath, chatBody("p-3", "Hello")}} {
+		for _, r := range []operation{{"POST", generate, runBody("p-1", "Hello")}, {"POST", streamPath, runBody("p-2", "Hello")}, {"POST", chatPath, chatBody("p-3", "Hello")},
+			{"POST", completions, completionBody("p-4", "Hello")}} {
 			res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 			want(t, res, b, tc.status)
 			if tc.status == 503 && res.Header.Get("Retry-After") != "30" {

@@ -169,6 +169,7 @@ func Request(modelName string, req model.Request) *cohere.V2ChatStreamRequest {
 		n := req.MaxOutputTokens
 		out.MaxTokens = &n
 	}
+	out.Temperature = req.Temperature
 	return out
 }
 

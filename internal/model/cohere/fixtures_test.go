@@ -39,7 +39,8 @@ func replay(t *testing.T, file string, req model.Request) (modeltest.Result, map
 // TestReshapedText: a text answer, its usage the billed units, the token
 // counts in the provider metadata.
 func TestReshapedText(t *testing.T) {
-	r, sent := replay(t, "reshaped-text.sse", model.Request{System: "Be brief.", Messages: []model.Message{{Role: model.RoleUser, Content: "what is Coca Cola?"}}, MaxOutputTokens: 200})
+	temperature := 0.5
+	r, sent := replay(t, "reshaped-text.sse", model.Request{System: "Be brief.", Messages: []model.Message{{Role: model.RoleUser, Content: "what is Coca Cola?"}}, MaxOutputTokens: 200, Temperature: &temperature})
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -60,7 +61,7 @@ func TestReshapedText(t *testing.T) {
 		t.Errorf("tokens %v", tk)
 	}
 	msgs := sent["messages"].([]any)
-	if sent["stream"] != true || sent["model"] != "command-a-03-2025" || sent["max_tokens"] != float64(200) || len(msgs) != 2 ||
+	if sent["stream"] != true || sent["model"] != "command-a-03-2025" || sent["max_tokens"] != float64(200) || sent["temperature"] != 0.5 || len(msgs) != 2 ||
 		msgs[0].(map[string]any)["role"] != "system" {
 		t.Errorf("sent %v", sent)
 	}

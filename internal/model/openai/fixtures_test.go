@@ -41,8 +41,9 @@ func replay(t *testing.T, provider, file string, req model.Request) (modeltest.R
 }
 
 func TestMockText(t *testing.T) {
+	temperature := 0.25
 	r, sent := replay(t, openai.ProviderOpenAI, "mock-text.sse", model.Request{System: "Be brief.",
-		Messages: []model.Message{{Role: model.RoleUser, Content: "Plan a trip"}}, MaxOutputTokens: 3})
+		Messages: []model.Message{{Role: model.RoleUser, Content: "Plan a trip"}}, MaxOutputTokens: 3, Temperature: &temperature})
 	if r.Err != nil {
 		t.Fatal(r.Err)
 	}
@@ -60,7 +61,7 @@ func TestMockText(t *testing.T) {
 		t.Errorf("metadata %v", f.ProviderMetadata)
 	}
 	so, _ := sent["stream_options"].(map[string]any)
-	if sent["stream"] != true || so["include_usage"] != true || sent["max_completion_tokens"] != float64(3) || sent["max_tokens"] != nil {
+	if sent["stream"] != true || so["include_usage"] != true || sent["max_completion_tokens"] != float64(3) || sent["max_tokens"] != nil || sent["temperature"] != 0.25 {
 		t.Errorf("sent %v", sent)
 	}
 }
@@ -91,6 +92,10 @@ func TestThirdPartyParallelToolCalls(t *testing.T) {
 	// Not OpenAI itself: the limit goes as max_tokens.
 	if sent["max_tokens"] != float64(50) || sent["max_completion_tokens"] != nil {
 		t.Errorf("limit sent as %v / %v", sent["max_tokens"], sent["max_completion_tokens"])
+	}
+	// No temperature asked for: none sent, the model's own applies.
+	if _, ok := sent["temperature"]; ok {
+		t.Errorf("temperature sent as %v", sent["temperature"])
 	}
 	msgs := sent["messages"].([]any)
 	tc := msgs[1].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)

@@ -233,9 +233,10 @@ type request struct {
 	Tools    []tool    `json:"tools,omitempty"`
 	// OpenAI's newer models take only max_completion_tokens; most other
 	// servers know only max_tokens.
-	MaxCompletionTokens int  `json:"max_completion_tokens,omitempty"`
-	MaxTokens           int  `json:"max_tokens,omitempty"`
-	Stream              bool `json:"stream"`
+	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int      `json:"max_tokens,omitempty"`
+	Temperature         *float64 `json:"temperature,omitempty"`
+	Stream              bool     `json:"stream"`
 	StreamOptions       struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -315,6 +316,7 @@ func newRequest(provider, modelName string, req model.Request) request {
 			r.MaxTokens = req.MaxOutputTokens
 		}
 	}
+	r.Temperature = req.Temperature
 	return r
 }
 
