@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -91,35 +92,47 @@ func curlsOnly(body string) bool {
 	return true
 }
 
-// TestREADMEExamples runs the README's curl examples top to bottom against
-// a fresh service on its defaults (SQLite, the fake model), as a reader
-// following it with `make run` would, and checks that each prints what the
-// README shows: ids, run ids and trace ids differ from run to run; "..."
-// in a shown output stands for lines left out; a JSON output shown may
-// leave fields out.
+// TestREADMEExamples runs the curl examples of the README and of the docs
+// that have them, top to bottom, each file against a fresh service on its
+// defaults (SQLite, the fake model, the fake Open-Meteo), as a reader
+// following it with `make run` would, and checks that each prints what
+// the page shows: ids, run ids, trace ids and times differ from run to
+// run; "..." in a shown output stands for lines left out; a JSON output
+// shown may leave fields out.
 func TestREADMEExamples(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testkit.Unavailable(t, tool+" is not installed", "bash .ci/jq installs jq")
 		}
 	}
-	examples := readmeExamples(t, "../../README.md")
-	// The README shows seven, each with its output; fewer means the reader above
-	// no longer finds them, not that they went.
-	if len(examples) < 7 {
-		t.Fatalf("found %d curl examples in the README, want at least 7", len(examples))
-	}
-	svc := apptest.Start(t, nil)
-	for _, ex := range examples {
-		cmd := exec.Command("bash", "-c", "set -eo pipefail\n"+strings.ReplaceAll(ex.command, readmeService, svc.URL))
-		got, err := cmd.Output()
-		if err != nil {
-			t.Errorf("README line %d: %v\n%s", ex.line, err, ex.command)
-			continue
-		}
-		if err := sameOutput(ex.want, string(got)); err != nil {
-			t.Errorf("README line %d: %v\n--- the README shows:\n%s--- the service printed:\n%s", ex.line, err, ex.want, clip(got))
-		}
+	for _, tc := range []struct {
+		path string
+		// least is how many examples, each with its output, the page
+		// shows; fewer means the reader above no longer finds them, not
+		// that they went.
+		least int
+	}{
+		{"../../README.md", 7},
+		{"../../docs/memory.md", 5},
+	} {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			examples := readmeExamples(t, tc.path)
+			if len(examples) < tc.least {
+				t.Fatalf("found %d curl examples, want at least %d", len(examples), tc.least)
+			}
+			svc := apptest.Start(t, nil)
+			for _, ex := range examples {
+				cmd := exec.Command("bash", "-c", "set -eo pipefail\n"+strings.ReplaceAll(ex.command, readmeService, svc.URL))
+				got, err := cmd.Output()
+				if err != nil {
+					t.Errorf("line %d: %v\n%s", ex.line, err, ex.command)
+					continue
+				}
+				if err := sameOutput(ex.want, string(got)); err != nil {
+					t.Errorf("line %d: %v\n--- the page shows:\n%s--- the service printed:\n%s", ex.line, err, ex.want, clip(got))
+				}
+			}
+		})
 	}
 }
 
@@ -132,8 +145,8 @@ func clip(b []byte) string {
 	return string(b)
 }
 
-// variable matches what differs from run to run: UUIDs, trace ids.
-var variable = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a-f]{32}\b`)
+// variable matches what differs from run to run: UUIDs, trace ids, times.
+var variable = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|\b[0-9a-f]{32}\b|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 
 func normalise(s string) string { return variable.ReplaceAllString(s, "<id>") }
 
