@@ -4,8 +4,9 @@
 // compose file loads with the compose-spec loader, every file the stack
 // mounts exists, the configuration files point at each other's names and
 // ports, the image's command, ports and environment are the service's own
-// flags and defaults, and the service built from this tree starts and
-// stops cleanly with each file's settings.
+// flags and defaults, the service built from this tree starts and stops
+// cleanly with each file's settings, and `make run` and `make fakes` serve
+// at the port they are given.
 //
 // The package holds tests only, so that their large dependencies
 // (k8s.io/api, kustomize, compose-go) never reach the service's binary.

@@ -200,3 +200,182 @@ func TestMCPToolsInAStream(t *testing.T) {
 		t.Errorf("/ready = %d %s", res.StatusCode, body)
 	}
 }
+
+// dialectFrame is the part of a frame, in any dialect, that
+// TestMCPToolsInEveryDialect reads.
+type dialectFrame struct {
+	Type         string          `json:"type"`
+	ToolName     string          `json:"toolName"`
+	Input        json.RawMessage `json:"input"`
+	Output       json.RawMessage `json:"output"`
+	FinishReason string          `json:"finishReason"`
+	Payload      struct {
+		ToolName     string          `json:"toolName"`
+		Args         json.RawMessage `json:"args"`
+		Result       json.RawMessage `json:"result"`
+		FinishReason string          `json:"finishReason"`
+		StepResult   struct {
+			Reason string `json:"reason"`
+		} `json:"stepResult"`
+	} `json:"payload"`
+}
+
+// mcpRun is what a dialect tells of a run: its tool call (name and args),
+// the call's result, how the run finished, and whether the answer ended as
+// the dialect ends it.
+type mcpRun struct {
+	call, result, finish string
+	ended                bool
+}
+
+// frames reads an SSE body's data frames; done is whether it ends with
+// "data: [DONE]".
+func frames(t *testing.T, raw []byte) (fs []dialectFrame, done bool) {
+	t.Helper()
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if done {
+			t.Fatalf("a frame after [DONE]: %s", data)
+		}
+		if data == "[DONE]" {
+			done = true
+			continue
+		}
+		var f dialectFrame
+		if err := json.Unmarshal([]byte(data), &f); err != nil {
+			t.Fatalf("frame %s: %v", data, err)
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) == 0 {
+		t.Fatalf("no frames in %s", raw)
+	}
+	return fs, done
+}
+
+// TestMCPToolsInEveryDialect: an MCP tool's call and result reach the
+// client in each stream dialect, on the chat route and in the generate
+// body, in that answer's own shapes, and the run finishes normally.
+func TestMCPToolsInEveryDialect(t *testing.T) {
+	file := mcpServersFile(t)
+	svc := apptest.Start(t, func(c *app.Config) { c.Tools.MCPServers = file })
+	const message = `/tool everything_echo {"message":"hi"}`
+	runBody := func(thread string) string {
+		b, _ := json.Marshal(map[string]any{
+			"threadId": thread, "resourceId": "mcp-user",
+			"messages": []map[string]string{{"role": "user", "content": message}},
+		})
+		return string(b)
+	}
+	seed := func(t *testing.T, raw []byte) (r mcpRun) {
+		fs, done := frames(t, raw)
+		for _, f := range fs {
+			switch f.Type {
+			case "tool-call":
+				r.call = f.Payload.ToolName + " " + string(f.Payload.Args)
+			case "tool-result":
+				r.result = string(f.Payload.Result)
+			case "run-finish":
+				r.finish = f.Payload.FinishReason
+			}
+		}
+		// The seed dialect ends with run-finish, and no [DONE].
+		r.ended = fs[len(fs)-1].Type == "run-finish" && !done
+		return r
+	}
+	mastra := func(t *testing.T, raw []byte) (r mcpRun) {
+		fs, done := frames(t, raw)
+		for _, f := range fs {
+			switch f.Type {
+			case "tool-call":
+				r.call = f.Payload.ToolName + " " + string(f.Payload.Args)
+			case "tool-result":
+				r.result = string(f.Payload.Result)
+			case "finish":
+				r.finish = f.Payload.StepResult.Reason
+			}
+		}
+		r.ended = fs[len(fs)-1].Type == "finish" && done
+		return r
+	}
+	aisdk := func(t *testing.T, raw []byte) (r mcpRun) {
+		fs, done := frames(t, raw)
+		for _, f := range fs {
+			switch f.Type {
+			case "tool-input-available":
+				r.call = f.ToolName + " " + string(f.Input)
+			case "tool-output-available":
+				r.result = string(f.Output)
+			case "finish":
+				r.finish = f.FinishReason
+			}
+		}
+		r.ended = fs[len(fs)-1].Type == "finish" && done
+		return r
+	}
+
+	tests := []struct {
+		name, path string
+		header     http.Header
+		body       func(thread string) string
+		read       func(t *testing.T, raw []byte) mcpRun
+	}{
+		{name: "seed", path: "/api/agents/companionAgent/stream", header: http.Header{"X-Stream-Format": {"seed"}}, body: runBody, read: seed},
+		{name: "mastra", path: "/api/agents/companionAgent/stream", header: http.Header{"X-Stream-Format": {"mastra"}}, body: runBody, read: mastra},
+		{name: "ai-sdk", path: "/api/agents/companionAgent/stream", header: http.Header{"X-Stream-Format": {"ai-sdk"}}, body: runBody, read: aisdk},
+		{
+			name: "chat", path: "/api/agents/companionAgent/chat", read: aisdk,
+			body: func(thread string) string {
+				b, _ := json.Marshal(map[string]any{
+					"id": thread, "resourceId": "mcp-user", "trigger": "submit-message",
+					"messages": []map[string]any{{"id": "m-1", "role": "user", "parts": []map[string]string{{"type": "text", "text": message}}}},
+				})
+				return string(b)
+			},
+		},
+		{
+			name: "generate", path: "/api/agents/companionAgent/generate", body: runBody,
+			read: func(t *testing.T, raw []byte) (r mcpRun) {
+				var g struct {
+					FinishReason string `json:"finishReason"`
+					ToolCalls    []struct {
+						ToolName string          `json:"toolName"`
+						Args     json.RawMessage `json:"args"`
+					} `json:"toolCalls"`
+					ToolResults []struct {
+						ToolName string          `json:"toolName"`
+						Result   json.RawMessage `json:"result"`
+						IsError  bool            `json:"isError"`
+					} `json:"toolResults"`
+				}
+				if err := json.Unmarshal(raw, &g); err != nil {
+					t.Fatalf("generate body %s: %v", raw, err)
+				}
+				if len(g.ToolCalls) != 1 || len(g.ToolResults) != 1 || g.ToolResults[0].IsError || g.ToolResults[0].ToolName != g.ToolCalls[0].ToolName {
+					t.Fatalf("toolCalls and toolResults in %s, want one successful call", raw)
+				}
+				return mcpRun{
+					call:   g.ToolCalls[0].ToolName + " " + string(g.ToolCalls[0].Args),
+					result: string(g.ToolResults[0].Result), finish: g.FinishReason, ended: true,
+				}
+			},
+		},
+	}
+	want := mcpRun{call: `everything_echo {"message":"hi"}`, result: `"Echo: hi"`, finish: "stop", ended: true}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, raw := svc.DoHeader(t, http.MethodPost, tt.path, tt.body("mcp-dialect-"+tt.name), tt.header)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("status %d: %s", res.StatusCode, raw)
+			}
+			if got := tt.read(t, raw); got != want {
+				t.Fatalf("the run told %+v, want %+v:\n%s", got, want, raw)
+			}
+		})
+	}
+}
