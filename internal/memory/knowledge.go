@@ -110,6 +110,11 @@ type Knowledge interface {
 	// words to look for (SearchTerms: only stop words, or none) finds
 	// nothing.
 	Search(ctx context.Context, q SearchQuery) ([]SearchResult, error)
+	// Around reads the n messages before and after each result's message
+	// in its thread into its Before and After (replacing what they held),
+	// for all of rs at once: a search reads the context of the results it
+	// keeps, not of every match it ranked.
+	Around(ctx context.Context, rs []SearchResult, n int) error
 	// Import adds messages to threads, creating those that do not exist,
 	// in one transaction: a message whose id its thread holds is skipped,
 	// the others are appended in the order given, with their own
@@ -129,4 +134,18 @@ type Knowledge interface {
 	// those, its working memories (the resource's, and its threads') with
 	// every version, and its usage rows.
 	EraseResource(ctx context.Context, resourceID string) (Erased, error)
+}
+
+// SetAround puts msgs, the messages of r's thread around r's message
+// (oldest first), into r.Before and r.After.
+func SetAround(r *SearchResult, msgs []Message) {
+	r.Before, r.After = nil, nil
+	for _, m := range msgs {
+		switch {
+		case m.Seq < r.Message.Seq:
+			r.Before = append(r.Before, m)
+		case m.Seq > r.Message.Seq:
+			r.After = append(r.After, m)
+		}
+	}
 }

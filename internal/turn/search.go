@@ -34,32 +34,11 @@ func (t *Turns) search(ctx context.Context, q memory.SearchQuery, context int) (
 	favourUser(found)
 	kept := diversify(found, context, limit)
 	if context > 0 {
-		for i := range kept {
-			if err := t.around(ctx, &kept[i], context); err != nil {
-				return nil, err
-			}
+		if err := t.cfg.Store.Around(ctx, kept, context); err != nil {
+			return nil, err
 		}
 	}
 	return kept, nil
-}
-
-// around reads the n messages before and after r's in its thread.
-func (t *Turns) around(ctx context.Context, r *memory.SearchResult, n int) error {
-	from := max(r.Message.Seq-int64(n), 1)
-	msgs, _, err := t.cfg.Store.Messages(ctx, r.ThreadID, int(from-1), int(r.Message.Seq+int64(n)-from+1))
-	if err != nil {
-		return err
-	}
-	r.Before, r.After = nil, nil
-	for _, m := range msgs {
-		switch {
-		case m.Seq < r.Message.Seq:
-			r.Before = append(r.Before, m)
-		case m.Seq > r.Message.Seq:
-			r.After = append(r.After, m)
-		}
-	}
-	return nil
 }
 
 // diversify keeps up to limit of results, best first: the first

@@ -307,6 +307,24 @@ func testSearch(t *testing.T, h Harness) {
 	if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "adopted", Limit: 1}); len(rs[0].Before)+len(rs[0].After) != 0 {
 		t.Fatalf("no context asked, got %v and %v", ids(rs[0].Before), ids(rs[0].After))
 	}
+	// Around reads the context of results found without it, all at once,
+	// replacing what they held.
+	rs = append(search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "squirrels", ThreadID: "pets", Limit: 1}),
+		search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "adopted", Limit: 1})...)
+	rs[0].After = []memory.Message{{ID: "stale"}}
+	if err := s.Around(context.Background(), rs, 1); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range rs {
+		got[r.Message.ID] = strings.Join(ids(r.Before), " ") + "|" + strings.Join(ids(r.After), " ")
+	}
+	if len(rs) != 2 || got["pets-3"] != "pets-2|pets-4" || got["pets-1"] != "|pets-2" {
+		t.Fatalf("Around: %v", got)
+	}
+	if err := s.Around(context.Background(), nil, 1); err != nil {
+		t.Fatalf("Around of no results: %v", err)
+	}
 	// Nothing to look for: stop words, punctuation, a query's syntax.
 	for _, text := range []string{"What is it that you do?", "", "  ?!  ", `" OR * NOT ( AND`} {
 		if rs := search(t, s, memory.SearchQuery{ResourceID: "alice", Text: text, Limit: 10}); len(rs) != 0 {

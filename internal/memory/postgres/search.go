@@ -64,7 +64,7 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 		return nil, fmt.Errorf("searching: %w", err)
 	}
 	if q.Context > 0 && len(out) > 0 {
-		if err := s.around(ctx, out, q.Context); err != nil {
+		if err := s.Around(ctx, out, q.Context); err != nil {
 			return nil, err
 		}
 	}
@@ -108,9 +108,11 @@ var searchSQL = `WITH recent AS MATERIALIZED (
 	JOIN threads t ON t.id = b.thread_id
 	ORDER BY b.score DESC, b.id DESC`
 
-// around reads the n messages before and after each result's in its
-// thread, in one round trip.
-func (s *Store) around(ctx context.Context, rs []memory.SearchResult, n int) error {
+// Around implements memory.Knowledge, in one round trip.
+func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
+	if len(rs) == 0 {
+		return nil
+	}
 	var b pgx.Batch
 	for _, r := range rs {
 		b.Queue(`SELECT `+messageCols+` FROM messages WHERE thread_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
@@ -126,15 +128,7 @@ func (s *Store) around(ctx context.Context, rs []memory.SearchResult, n int) err
 			if err != nil {
 				return err
 			}
-			r := &rs[i]
-			for _, m := range msgs {
-				switch {
-				case m.Seq < r.Message.Seq:
-					r.Before = append(r.Before, m)
-				case m.Seq > r.Message.Seq:
-					r.After = append(r.After, m)
-				}
-			}
+			memory.SetAround(&rs[i], msgs)
 		}
 		return nil
 	})

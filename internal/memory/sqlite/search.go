@@ -140,28 +140,23 @@ func (s *Store) results(ctx context.Context, rows *sql.Rows, context int) ([]mem
 		return nil, fmt.Errorf("searching: %w", err)
 	}
 	if context > 0 {
-		for i := range out {
-			if err := s.around(ctx, &out[i], context); err != nil {
-				return nil, err
-			}
+		if err := s.Around(ctx, out, context); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// around reads the n messages before and after r's in its thread.
-func (s *Store) around(ctx context.Context, r *memory.SearchResult, n int) error {
-	msgs, err := scanMessages(s.stAround.QueryContext(ctx, r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n)))
-	if err != nil {
-		return err
-	}
-	for _, m := range msgs {
-		switch {
-		case m.Seq < r.Message.Seq:
-			r.Before = append(r.Before, m)
-		case m.Seq > r.Message.Seq:
-			r.After = append(r.After, m)
+// Around implements memory.Knowledge: a prepared statement a result (an
+// in-process read of a few pages each).
+func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
+	for i := range rs {
+		r := &rs[i]
+		msgs, err := scanMessages(s.stAround.QueryContext(ctx, r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n)))
+		if err != nil {
+			return err
 		}
+		memory.SetAround(r, msgs)
 	}
 	return nil
 }
