@@ -12,15 +12,14 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	"github.com/companionhq/companion/tools/internal/gotool"
+	"github.com/companionhq/companion/tools/internal/proc"
 )
 
 // answerTokens is the length of every answer measured: the fake model and
@@ -48,33 +47,19 @@ func (h *harness) logf(format string, args ...any) {
 	fmt.Fprintf(h.stderr, format+"\n", args...)
 }
 
-// cleanEnv is the harness's environment without the service's settings
-// (COMPANION_*, OTEL_*), so that only the flags given apply, plus extra.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "COMPANION_") || strings.HasPrefix(kv, "OTEL_") ||
-			strings.HasPrefix(kv, "OPENAI_") || strings.HasPrefix(kv, "CO_API_KEY") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
-
 // startUpstream starts the fake OpenAI-compatible upstream with no delay.
-func (h *harness) startUpstream(ctx context.Context) (*proc, error) {
-	return startProc(ctx, "upstream", filepath.Join(h.dir, "upstream.log"), announcedByFakes, cleanEnv(),
+func (h *harness) startUpstream(ctx context.Context) (*proc.Proc, error) {
+	return proc.Start(ctx, "upstream", filepath.Join(h.dir, "upstream.log"), proc.AnnouncedByFakes, proc.Env(),
 		filepath.Join(h.dir, "fakes"), "openai", "-addr", "127.0.0.1:0")
 }
 
 // startService starts the service on a free port, without rate limits or
 // authentication, with args and the -service-args.
-func (h *harness) startService(ctx context.Context, name string, env []string, args ...string) (*proc, error) {
+func (h *harness) startService(ctx context.Context, name string, env []string, args ...string) (*proc.Proc, error) {
 	all := append([]string{"serve", "-addr", "127.0.0.1:0", "-rate-limit", "0"}, args...)
 	all = append(all, h.cfg.serviceArgs...)
 	env = append(env[:len(env):len(env)], h.cfg.serviceEnv...)
-	return startProc(ctx, name, filepath.Join(h.dir, name+".log"), announcedByService, cleanEnv(env...),
+	return proc.Start(ctx, name, filepath.Join(h.dir, name+".log"), proc.AnnouncedByService, proc.Env(env...),
 		filepath.Join(h.dir, "companion"), all...)
 }
 
@@ -156,10 +141,10 @@ func (h *harness) captureUpstreamRequest(ctx context.Context, upstream string) (
 	if err != nil {
 		return nil, err
 	}
-	defer svc.stop()
-	gen, _ := h.serviceTargets(svc.url, answerTokens)
+	defer svc.Stop()
+	gen, _ := h.serviceTargets(svc.URL, answerTokens)
 	if _, err := probe(ctx, gen); err != nil {
-		return nil, fmt.Errorf("the service in front of the upstream: %w\n%s", err, gotool.Tail(svc.log))
+		return nil, fmt.Errorf("the service in front of the upstream: %w\n%s", err, gotool.Tail(svc.Log))
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -185,7 +170,7 @@ type row struct {
 
 // measureRow measures t at conns connections; under is the process under
 // test, behind the upstream it calls (nil for none).
-func (h *harness) measureRow(ctx context.Context, system, endpoint string, t target, conns int, under, behind *proc, idle, idleAnon int64) row {
+func (h *harness) measureRow(ctx context.Context, system, endpoint string, t target, conns int, under, behind *proc.Proc, idle, idleAnon int64) row {
 	h.logf("measuring %s, %s, %d connection(s): %s warm-up, %s measured", system, endpoint, conns, h.cfg.warmup, h.cfg.duration)
 	var (
 		start             time.Time
@@ -194,10 +179,10 @@ func (h *harness) measureRow(ctx context.Context, system, endpoint string, t tar
 		peak              int64
 		stopSampling      = make(chan struct{})
 		sampled           sync.WaitGroup
-		pidUnder, pidBack = under.cmd.Process.Pid, 0
+		pidUnder, pidBack = under.Cmd.Process.Pid, 0
 	)
 	if behind != nil {
-		pidBack = behind.cmd.Process.Pid
+		pidBack = behind.Cmd.Process.Pid
 	}
 	cpuOf := func(pid int) time.Duration {
 		if pid == 0 {
@@ -249,8 +234,8 @@ func (h *harness) measureRow(ctx context.Context, system, endpoint string, t tar
 	if n := st.errors(); n > 0 {
 		h.logf("  %d failed: %v", n, st.errs)
 	}
-	if under.exited() {
-		h.logf("  %s exited: %v\n%s", under.name, under.err, gotool.Tail(under.log))
+	if exited, err := under.Exited(); exited {
+		h.logf("  %s exited: %v\n%s", under.Name, err, gotool.Tail(under.Log))
 	}
 	// Let connections in TIME_WAIT and the processes' collectors settle.
 	time.Sleep(500 * time.Millisecond)
@@ -271,7 +256,7 @@ func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
 		name   string
 		env    []string
 		args   []string
-		behind *proc
+		behind *proc.Proc
 		setup  func() (dbURL string, cleanup func(), err error)
 	}
 	var (
@@ -284,20 +269,20 @@ func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		defer up.stop()
-		h.logf("upstream at %s", up.url)
+		defer up.Stop()
+		h.logf("upstream at %s", up.URL)
 
-		body, err := h.captureUpstreamRequest(ctx, up.url)
+		body, err := h.captureUpstreamRequest(ctx, up.URL)
 		if err != nil {
 			return err
 		}
-		upT := upstreamTarget(up.url, body)
+		upT := upstreamTarget(up.URL, body)
 		if err := checkUpstream(ctx, upT); err != nil {
 			return err
 		}
 		if on["upstream"] {
-			upIdle, _ := rss(up.cmd.Process.Pid)
-			upAnon, _ := anonRSS(up.cmd.Process.Pid)
+			upIdle, _ := rss(up.Cmd.Process.Pid)
+			upAnon, _ := anonRSS(up.Cmd.Process.Pid)
 			for _, c := range h.cfg.conns {
 				rows = append(rows, h.measureRow(ctx, sysUpstream, "stream", upT, c, up, nil, upIdle, upAnon))
 				if ctx.Err() != nil {
@@ -306,7 +291,7 @@ func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
 			}
 		}
 		if on["via"] {
-			systems = append(systems, system{sysProxied, []string{"OPENAI_API_KEY=bench"}, []string{"-model", "bench", "-model-base-url", up.url + "/v1"}, up, h.sqlite("proxied")})
+			systems = append(systems, system{sysProxied, []string{"OPENAI_API_KEY=bench"}, []string{"-model", "bench", "-model-base-url", up.URL + "/v1"}, up, h.sqlite("proxied")})
 		}
 	}
 	if on["sqlite"] {
@@ -344,20 +329,20 @@ func (h *harness) compare(ctx context.Context, stdout io.Writer) error {
 
 // measureService starts a service, checks its answers, and measures
 // generate and stream at each connection count.
-func (h *harness) measureService(ctx context.Context, system, name string, env, args []string, behind *proc) ([]row, error) {
+func (h *harness) measureService(ctx context.Context, system, name string, env, args []string, behind *proc.Proc) ([]row, error) {
 	svc, err := h.startService(ctx, name, env, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer svc.stop()
-	h.logf("%s at %s", system, svc.url)
-	gen, str := h.serviceTargets(svc.url, answerTokens)
+	defer svc.Stop()
+	h.logf("%s at %s", system, svc.URL)
+	gen, str := h.serviceTargets(svc.URL, answerTokens)
 	// Idle memory is read before the first request, once start-up is over.
 	time.Sleep(time.Second)
-	idle, _ := rss(svc.cmd.Process.Pid)
-	idleAnon, _ := anonRSS(svc.cmd.Process.Pid)
+	idle, _ := rss(svc.Cmd.Process.Pid)
+	idleAnon, _ := anonRSS(svc.Cmd.Process.Pid)
 	if err := checkService(ctx, gen, str); err != nil {
-		return nil, fmt.Errorf("%s: %w\n%s", system, err, gotool.Tail(svc.log))
+		return nil, fmt.Errorf("%s: %w\n%s", system, err, gotool.Tail(svc.Log))
 	}
 	var rows []row
 	for _, c := range h.cfg.conns {

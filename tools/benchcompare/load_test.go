@@ -76,18 +76,6 @@ func TestMeasure(t *testing.T) {
 	}
 }
 
-func TestAnnounced(t *testing.T) {
-	if u, ok := announcedByService(`{"time":"x","level":"INFO","msg":"listening","addr":"127.0.0.1:4111"}`); !ok || u != "http://127.0.0.1:4111" {
-		t.Errorf("service: %q %v", u, ok)
-	}
-	if _, ok := announcedByService(`{"msg":"request","addr":"127.0.0.1:4111"}`); ok {
-		t.Error("service: a request log line taken for the listening one")
-	}
-	if u, ok := announcedByFakes("openai listening on http://127.0.0.1:8092"); !ok || u != "http://127.0.0.1:8092" {
-		t.Errorf("fakes: %q %v", u, ok)
-	}
-}
-
 // TestTargetsOnce: each target is said once, whether the run measured one
 // connection count or two.
 func TestTargetsOnce(t *testing.T) {

@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -31,125 +28,6 @@ func build(ctx context.Context, root, dir string, stderr io.Writer) error {
 		return fmt.Errorf("building the service and the fakes: %w", err)
 	}
 	return nil
-}
-
-// proc is a child process: a fake upstream or the service.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	// url is the base URL it announced.
-	url  string
-	log  string
-	done chan struct{}
-	err  error // set before done is closed
-}
-
-// startProc runs bin with args and env (added to the harness's own), writes
-// its output to logPath, and returns once a line of its output gives its
-// base URL by announce, or fails after a timeout or when it exits.
-func startProc(ctx context.Context, name, logPath string, announce func(line string) (string, bool), env []string, bin string, args ...string) (*proc, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = pw, pw
-	// The child dies with the harness, even when the harness is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	pw.Close()
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	urls := make(chan string, 1)
-	var copied sync.WaitGroup
-	copied.Add(1)
-	go func() {
-		// Lines are scanned until the announcement; the rest (a service
-		// logs each request) is copied to the file as it comes.
-		defer copied.Done()
-		defer logFile.Close()
-		br := bufio.NewReader(pr)
-		for {
-			line, err := br.ReadString('\n')
-			_, _ = logFile.WriteString(line)
-			if u, ok := announce(strings.TrimSpace(line)); ok {
-				urls <- u
-				break
-			}
-			if err != nil {
-				return
-			}
-		}
-		_, _ = io.Copy(logFile, br)
-	}()
-	go func() {
-		err := cmd.Wait()
-		copied.Wait()
-		pr.Close()
-		p.err = err
-		close(p.done)
-	}()
-	timer := time.NewTimer(60 * time.Second)
-	defer timer.Stop()
-	select {
-	case p.url = <-urls:
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("%s exited before it listened (%v):\n%s", name, p.err, gotool.Tail(logPath))
-	case <-timer.C:
-		p.stop()
-		return nil, fmt.Errorf("%s did not listen within a minute:\n%s", name, gotool.Tail(logPath))
-	case <-ctx.Done():
-		p.stop()
-		return nil, ctx.Err()
-	}
-}
-
-// stop asks the process to end (SIGTERM), waits for it a while, then kills
-// it.
-func (p *proc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// exited reports whether the process ended on its own.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// announcedByFakes reads the fakes' "openai listening on http://..." line.
-func announcedByFakes(line string) (string, bool) {
-	_, u, ok := strings.Cut(line, " listening on ")
-	return u, ok
-}
-
-// announcedByService reads the service's JSON "listening" log line.
-func announcedByService(line string) (string, bool) {
-	var l struct{ Msg, Addr string }
-	if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "listening" || l.Addr == "" {
-		return "", false
-	}
-	return "http://" + l.Addr, true
 }
 
 // rss returns the resident memory of process pid in bytes (VmRSS).

@@ -102,13 +102,13 @@ func (h *harness) openStreams(ctx context.Context, store, dbURL string) (streams
 	if err != nil {
 		return res, err
 	}
-	defer svc.stop()
-	pid := svc.cmd.Process.Pid
+	defer svc.Stop()
+	pid := svc.Cmd.Process.Pid
 	time.Sleep(time.Second)
 	res.idle, _ = rss(pid)
 	// No cap on tokens: the whole answer, one token per delay, outlasts
 	// the opening of every stream.
-	_, str := h.serviceTargets(svc.url, 0)
+	_, str := h.serviceTargets(svc.URL, 0)
 	client := &http.Client{Transport: &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: -1,
@@ -228,15 +228,15 @@ func (h *harness) openStreams(ctx context.Context, store, dbURL string) (streams
 	res.heldOpen = res.opened - int(early.Load())
 	cpu1, _ := cpuTime(pid)
 	res.cpuHeld = (cpu1 - cpu0).Seconds() / time.Since(t0).Seconds()
-	m := scrape(svc.url+"/metrics", "companion_streams_open", "go_goroutines", "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes")
+	m := scrape(svc.URL+"/metrics", "companion_streams_open", "go_goroutines", "go_memstats_stack_inuse_bytes", "go_memstats_heap_inuse_bytes")
 	res.serverOpen, res.goroutines = m.get("companion_streams_open"), m.get("go_goroutines")
 	res.stack, _ = strconv.ParseFloat(m["go_memstats_stack_inuse_bytes"], 64)
 	res.heap, _ = strconv.ParseFloat(m["go_memstats_heap_inuse_bytes"], 64)
 	res.endedEarly = early.Load()
 	release()
 	wg.Wait()
-	if svc.exited() {
-		return res, fmt.Errorf("%s: the service exited: %v\n%s", store, svc.err, gotool.Tail(svc.log))
+	if exited, err := svc.Exited(); exited {
+		return res, fmt.Errorf("%s: the service exited: %v\n%s", store, err, gotool.Tail(svc.Log))
 	}
 	return res, nil
 }

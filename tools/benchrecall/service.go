@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	"github.com/companionhq/companion/tools/internal/gotool"
+	"github.com/companionhq/companion/tools/internal/proc"
 )
 
 // The service's side: the binary built and served on a fresh store, the
@@ -65,13 +65,13 @@ func serve(ctx context.Context, cfg config, set *Set, stderr io.Writer) ([]*syst
 		err = func() error {
 			defer drop()
 			args := append([]string{"serve", "-addr", "127.0.0.1:0", "-rate-limit", "0", "-model", "fake", "-database-url", dbURL}, cfg.serviceArgs...)
-			svc, err := start(ctx, bin, filepath.Join(dir, store+".log"), args...)
+			svc, err := proc.Start(ctx, "the service", filepath.Join(dir, store+".log"), proc.AnnouncedByService, proc.Env(), bin, args...)
 			if err != nil {
 				return err
 			}
-			defer svc.stop()
-			fmt.Fprintf(stderr, "%s: serving at %s\n", store, svc.url)
-			c := &client{base: svc.url, http: &http.Client{Timeout: time.Minute}}
+			defer svc.Stop()
+			fmt.Fprintf(stderr, "%s: serving at %s\n", store, svc.URL)
+			c := &client{base: svc.URL, http: &http.Client{Timeout: time.Minute}}
 			return c.measure(ctx, set, cfg, s, stderr)
 		}()
 		if err != nil {
@@ -235,92 +235,4 @@ func (c *client) do(ctx context.Context, method, path string, body []byte, out a
 		}
 	}
 	return nil
-}
-
-// service is the running service.
-type service struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
-}
-
-// start runs bin with args, its output in logPath, with no COMPANION_* or
-// OTEL_* setting of the caller's, and returns once it logs where it
-// listens.
-func start(ctx context.Context, bin, logPath string, args ...string) (*service, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "COMPANION_") && !strings.HasPrefix(kv, "OTEL_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		logFile.Close()
-		return nil, fmt.Errorf("starting the service: %w", err)
-	}
-	pw.Close()
-	s := &service{cmd: cmd, done: make(chan struct{})}
-	urls := make(chan string, 1)
-	go func() {
-		// Lines are read until the service says where it listens; the
-		// rest goes to the log as it comes.
-		defer logFile.Close()
-		br := bufio.NewReader(pr)
-		for {
-			line, err := br.ReadString('\n')
-			_, _ = logFile.WriteString(line)
-			var l struct{ Msg, Addr string }
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.Addr != "" {
-				urls <- "http://" + l.Addr
-				break
-			}
-			if err != nil {
-				return
-			}
-		}
-		_, _ = io.Copy(logFile, br)
-	}()
-	go func() {
-		_ = cmd.Wait()
-		pr.Close()
-		close(s.done)
-	}()
-	timer := time.NewTimer(time.Minute)
-	defer timer.Stop()
-	select {
-	case s.url = <-urls:
-		return s, nil
-	case <-s.done:
-		return nil, fmt.Errorf("the service exited before it listened; see %s:\n%s", logPath, gotool.Tail(logPath))
-	case <-timer.C:
-		s.stop()
-		return nil, fmt.Errorf("the service did not listen within a minute:\n%s", gotool.Tail(logPath))
-	case <-ctx.Done():
-		s.stop()
-		return nil, ctx.Err()
-	}
-}
-
-// stop asks the service to end, and kills it after a while.
-func (s *service) stop() {
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
 }
