@@ -118,6 +118,7 @@ type ThreadOrder struct {
 // concurrent use; internal/memory/memorytest is the suite they must pass.
 type Store interface {
 	Knowledge
+	Vectors
 	// Thread returns the thread id, or ErrNotFound.
 	Thread(ctx context.Context, id string) (Thread, error)
 	// Threads returns one page of resourceID's threads and how many it has.

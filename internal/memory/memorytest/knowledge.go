@@ -27,6 +27,7 @@ func runKnowledge(t *testing.T, h Harness) {
 	t.Run("ImportIsCheckedBeforeItWrites", func(t *testing.T) { t.Parallel(); testImportCheck(t, h) })
 	t.Run("SetTitleIfEmpty", func(t *testing.T) { t.Parallel(); testSetTitleIfEmpty(t, h) })
 	t.Run("EraseResource", func(t *testing.T) { t.Parallel(); testEraseResource(t, h) })
+	runVectors(t, h)
 }
 
 // set is a working memory update that sets content.

@@ -261,6 +261,7 @@ func (s *Store) EraseResource(ctx context.Context, resourceID string) (memory.Er
 			WHERE resource_id = $1 OR (scope = '`+memory.ScopeThread+`' AND key IN (`+threadsOf+`))) w`, resourceID)
 		b.Queue(`DELETE FROM working_memory WHERE resource_id = $1 OR (scope = '`+memory.ScopeThread+`' AND key IN (`+threadsOf+`))`, resourceID)
 		b.Queue(`DELETE FROM message_search WHERE resource_id = $1`, resourceID)
+		b.Queue(`DELETE FROM message_vectors WHERE resource_id = $1`, resourceID)
 		b.Queue(`DELETE FROM messages WHERE thread_id IN (`+threadsOf+`)`, resourceID)
 		b.Queue(`DELETE FROM threads WHERE resource_id = $1`, resourceID)
 		b.Queue(`DELETE FROM usage WHERE resource_id = $1`, resourceID)
@@ -269,7 +270,7 @@ func (s *Store) EraseResource(ctx context.Context, resourceID string) (memory.Er
 			if err := br.QueryRow().Scan(&e.WorkingMemories); err != nil {
 				return err
 			}
-			for _, n := range []*int64{nil, nil, &e.Messages, &e.Threads, &e.UsageRows, &e.UsageRows} {
+			for _, n := range []*int64{nil, nil, nil, &e.Messages, &e.Threads, &e.UsageRows, &e.UsageRows} {
 				tag, err := br.Exec()
 				if err != nil {
 					return err

@@ -231,6 +231,7 @@ func (s *Store) EraseResource(ctx context.Context, resourceID string) (memory.Er
 			n *int64
 		}{
 			{`DELETE FROM messages_fts WHERE rowid IN (SELECT rowid FROM messages WHERE thread_id IN (` + threadsOf + `))`, nil},
+			{`DELETE FROM message_vectors WHERE resource_id = ?1 OR thread_id IN (` + threadsOf + `)`, nil},
 			{`DELETE FROM messages WHERE thread_id IN (` + threadsOf + `)`, &e.Messages},
 			{`DELETE FROM threads WHERE resource_id = ?1`, &e.Threads},
 			{`DELETE FROM usage WHERE resource_id = ?1`, &e.UsageRows},

@@ -55,7 +55,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(ctx)
-	if err != nil || v != 6 {
+	if err != nil || v != 7 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	// The settings every connection needs.
@@ -70,7 +70,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (6)") {
+	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (7)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }

@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/companionhq/companion/internal/memory"
+)
+
+// The vector index is message_vectors (migration 0010). A message's
+// position (memory.Unembedded.Pos) is the id of its row in message_search,
+// which grows as messages are stored; the query names it id + 0, as its
+// index (migration 0010) does.
+
+// Unembedded implements memory.Vectors.
+func (s *Store) Unembedded(ctx context.Context, model string, after int64, limit int) ([]memory.Unembedded, error) {
+	rows, err := s.pool.Query(ctx, `SELECT s.id, m.thread_id, m.seq, m.id, s.resource_id, m.text
+		FROM message_search s JOIN messages m ON m.thread_id = s.thread_id AND m.seq = s.seq
+		WHERE s.id + 0 > $1 AND m.text <> ''
+			AND NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.thread_id = s.thread_id AND v.seq = s.seq AND v.model = $2)
+		ORDER BY s.id + 0 LIMIT $3`, after, model, limit)
+	if err != nil {
+		return nil, fmt.Errorf("reading messages to embed: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.Unembedded, error) {
+		var u memory.Unembedded
+		err := r.Scan(&u.Pos, &u.ThreadID, &u.Seq, &u.ID, &u.ResourceID, &u.Text)
+		return u, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading messages to embed: %w", err)
+	}
+	return out, nil
+}
+
+// PutVectors implements memory.Vectors, in one round trip and one
+// transaction.
+func (s *Store) PutVectors(ctx context.Context, model string, vs []memory.MessageVector) error {
+	if len(vs) == 0 {
+		return nil
+	}
+	err := retryLost(ctx, func() error {
+		var b pgx.Batch
+		for _, v := range vs {
+			b.Queue(`INSERT INTO message_vectors (thread_id, seq, resource_id, model, vec)
+				SELECT m.thread_id, m.seq, t.resource_id, $4, $5 FROM messages m JOIN threads t ON t.id = m.thread_id
+				WHERE m.thread_id = $1 AND m.seq = $2 AND m.id = $3
+				ON CONFLICT (thread_id, seq) DO UPDATE SET resource_id = excluded.resource_id, model = excluded.model, vec = excluded.vec`,
+				v.ThreadID, v.Seq, v.ID, model, memory.EncodeVector(v.Vec))
+		}
+		return s.pool.SendBatch(ctx, &b).Close()
+	})
+	if err != nil {
+		return fmt.Errorf("storing vectors: %w", err)
+	}
+	return nil
+}
+
+// SearchVectors implements memory.Vectors: the candidates' vectors are
+// compared in process, then the nearest are read with their threads in
+// one round trip.
+func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model string, v []float32) ([]memory.SearchResult, error) {
+	if q.Limit <= 0 || len(v) == 0 {
+		return nil, nil
+	}
+	type key struct {
+		thread string
+		seq    int64
+	}
+	rows, err := s.pool.Query(ctx, `SELECT thread_id, seq, vec FROM message_vectors
+		WHERE resource_id = $1 AND model = $2 AND $3::text IN ('', thread_id) AND thread_id <> $4
+		ORDER BY id DESC LIMIT $5`, q.ResourceID, model, q.ThreadID, q.ExcludeThreadID, memory.VectorCandidates)
+	if err != nil {
+		return nil, fmt.Errorf("searching vectors: %w", err)
+	}
+	best, err := memory.Nearest(v, q.Limit, func(yield func(key, []byte) bool) error {
+		defer rows.Close()
+		for rows.Next() {
+			var k key
+			var enc []byte
+			if err := rows.Scan(&k.thread, &k.seq, &enc); err != nil {
+				return err
+			}
+			if !yield(k, enc) {
+				break
+			}
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching vectors: %w", err)
+	}
+	if len(best) == 0 {
+		return nil, nil
+	}
+	var b pgx.Batch
+	for _, k := range best {
+		b.Queue(`SELECT m.thread_id, t.title, `+messageColsOf("m")+`
+			FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND m.seq = $2`, k.Key.thread, k.Key.seq)
+	}
+	var out []memory.SearchResult
+	err = readBatch(s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+		for _, k := range best {
+			rows, err := br.Query()
+			if err != nil {
+				return err
+			}
+			found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.SearchResult, error) {
+				res := memory.SearchResult{Score: k.Score}
+				m, err := scanMessage(r, &res.ThreadID, &res.ThreadTitle)
+				res.Message = m
+				return res, err
+			})
+			if err != nil {
+				return err
+			}
+			// None when the message was deleted since its vector was read.
+			out = append(out, found...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching vectors: %w", err)
+	}
+	if q.Context > 0 && len(out) > 0 {
+		if err := s.Around(ctx, out, q.Context); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// DropVectors implements memory.Vectors.
+func (s *Store) DropVectors(ctx context.Context, model string) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM message_vectors WHERE model <> $1`, model)
+	if err != nil {
+		return 0, fmt.Errorf("dropping vectors of other models: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
