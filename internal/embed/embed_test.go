@@ -1,0 +1,135 @@
+package embed_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/internal/embed"
+	_ "github.com/companionhq/companion/internal/testkit"
+)
+
+func TestCosine(t *testing.T) {
+	s := float32(1 / math.Sqrt2)
+	tests := []struct {
+		name string
+		a, b []float32
+		want float32
+	}{
+		{"same", []float32{s, s}, []float32{s, s}, 1},
+		{"orthogonal", []float32{1, 0}, []float32{0, 1}, 0},
+		{"opposite", []float32{0, -1, 0}, []float32{0, 1, 0}, -1},
+		{"half", []float32{1, 0}, []float32{0.5, float32(math.Sqrt(0.75))}, 0.5},
+		{"other lengths", []float32{1, 0}, []float32{1, 0, 0}, 0},
+		{"empty", nil, nil, 0},
+		{"zero", []float32{0, 0, 0, 0, 0}, []float32{1, 0, 0, 0, 0}, 0},
+		// 4 floats at a time and the rest: 7 = 4 + 3.
+		{"seven", []float32{1, 2, 3, 4, 5, 6, 7}, []float32{7, 6, 5, 4, 3, 2, 1}, 7 + 12 + 15 + 16 + 15 + 12 + 7},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := embed.Cosine(tt.a, tt.b); math.Abs(float64(got-tt.want)) > 1e-6 {
+				t.Errorf("Cosine = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// naiveDot is the dot product a float at a time, for the benchmark.
+func naiveDot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// BenchmarkCosine compares Cosine with the plain loop on vectors of
+// text-embedding-3-small's 1536 floats.
+func BenchmarkCosine(b *testing.B) {
+	f := embed.NewFake(1536)
+	v := vectors(b, f, "the first vector of the benchmark", "another text altogether")
+	var sink float32
+	b.Run("Cosine", func(b *testing.B) {
+		for b.Loop() {
+			sink += embed.Cosine(v[0], v[1])
+		}
+	})
+	b.Run("naive", func(b *testing.B) {
+		for b.Loop() {
+			sink += naiveDot(v[0], v[1])
+		}
+	})
+	_ = sink
+}
+
+func TestEncodeDecode(t *testing.T) {
+	// The bytes are little-endian IEEE 754 float32s: 1 is 0x3f800000.
+	if got, want := embed.Encode([]float32{1, -2}), []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0}; !bytes.Equal(got, want) {
+		t.Errorf("Encode = % x, want % x", got, want)
+	}
+	tests := [][]float32{
+		nil,
+		{0},
+		{1, -1, 0.5, float32(math.Copysign(0, -1)), math.MaxFloat32, math.SmallestNonzeroFloat32, float32(math.Inf(1))},
+		vectors(t, embed.NewFake(0), "a vector of the fake")[0],
+	}
+	for i, v := range tests {
+		b := embed.Encode(v)
+		if len(b) != 4*len(v) {
+			t.Fatalf("%d: %d bytes for %d floats", i, len(b), len(v))
+		}
+		got, err := embed.Decode(b)
+		if err != nil {
+			t.Fatalf("%d: %v", i, err)
+		}
+		if len(got) != len(v) {
+			t.Fatalf("%d: decoded %d floats, want %d", i, len(got), len(v))
+		}
+		for j := range v {
+			if math.Float32bits(got[j]) != math.Float32bits(v[j]) {
+				t.Errorf("%d: float %d is %v, want %v", i, j, got[j], v[j])
+			}
+		}
+	}
+	for _, n := range []int{1, 3, 5} {
+		if _, err := embed.Decode(make([]byte, n)); err == nil {
+			t.Errorf("Decode of %d bytes: no error", n)
+		}
+	}
+}
+
+func TestError(t *testing.T) {
+	cause := errors.New("the provider said: slow down")
+	tests := []struct {
+		err  *embed.Error
+		want string
+	}{
+		{&embed.Error{Provider: "openai", Status: http.StatusTooManyRequests, Retryable: true, RetryAfter: time.Second, Err: cause},
+			"embed: openai: the provider said: slow down"},
+		{&embed.Error{Provider: "cohere", Status: http.StatusBadRequest}, "embed: cohere: HTTP 400"},
+		{&embed.Error{Provider: "fake"}, "embed: fake: failed"},
+	}
+	for _, tt := range tests {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("Error() = %q, want %q", got, tt.want)
+		}
+	}
+	var err error = fmt.Errorf("indexing: %w", tests[0].err)
+	var e *embed.Error
+	if !errors.As(err, &e) || !e.Retryable || !errors.Is(err, cause) {
+		t.Errorf("errors.As and errors.Is do not reach the *Error and its cause through %v", err)
+	}
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[embed.Kind]string{embed.Document: "document", embed.Query: "query", embed.Kind(7): "Kind(7)"} {
+		if got := k.String(); got != want {
+			t.Errorf("Kind(%d).String() = %q, want %q", int(k), got, want)
+		}
+	}
+}
