@@ -107,6 +107,10 @@ const (
 	ProviderCohere = "cohere"
 )
 
+// DefaultTimeout bounds a call of an embedder made without an HTTPClient:
+// a batch takes seconds; a call that takes minutes is better retried.
+const DefaultTimeout = time.Minute
+
 // Cosine is the cosine similarity of two L2-normalised vectors: their dot
 // product. Vectors of different lengths come from different models and
 // are not comparable: their cosine is 0.
