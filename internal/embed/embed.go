@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 )
 
@@ -106,6 +107,67 @@ const (
 	ProviderOpenAI = "openai"
 	ProviderCohere = "cohere"
 )
+
+// Config names an embedder and configures it, for New.
+type Config struct {
+	// Provider is "" (no embedder), ProviderFake, ProviderOpenAI (any
+	// OpenAI-compatible server) or ProviderCohere.
+	Provider string
+	// Model is the provider's model name. Required but for the fake.
+	Model string
+	// APIKey is the provider's key: required for Cohere and for OpenAI's
+	// own API, optional for other OpenAI-compatible servers.
+	APIKey string
+	// BaseURL replaces the provider's default address (see OpenAIConfig
+	// and CohereConfig).
+	BaseURL string
+	// Dimensions asks for vectors of that length (0: the model's default,
+	// see OpenAIConfig and CohereConfig); for the fake, 0 is 256.
+	Dimensions int
+	// MaxBatch bounds the texts of one call below the provider's own limit
+	// (0: the embedder's default). OpenAI only.
+	MaxBatch int
+	// DocumentPrefix and QueryPrefix are put before each text of that
+	// Kind, for the models of OpenAI-compatible servers that want them
+	// (nomic-embed-text: "search_document: " and "search_query: "). OpenAI
+	// only: Cohere is told the kind itself.
+	DocumentPrefix, QueryPrefix string
+	// HTTPClient sends the requests; nil uses one with DefaultTimeout.
+	HTTPClient *http.Client
+}
+
+// New opens the embedder cfg names: nil, nil when cfg.Provider is "".
+func New(cfg Config) (Embedder, error) {
+	switch cfg.Provider {
+	case "":
+		return nil, nil
+	case ProviderFake:
+		if cfg.Dimensions < 0 {
+			return nil, fmt.Errorf("embed: fake: dimensions %d below 0", cfg.Dimensions)
+		}
+		return NewFake(cfg.Dimensions), nil
+	case ProviderOpenAI:
+		o, err := NewOpenAI(OpenAIConfig{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Dimensions: cfg.Dimensions,
+			MaxBatch: cfg.MaxBatch, DocumentPrefix: cfg.DocumentPrefix, QueryPrefix: cfg.QueryPrefix, HTTPClient: cfg.HTTPClient})
+		if err != nil {
+			return nil, err // not a nil *OpenAI in a non-nil Embedder
+		}
+		return o, nil
+	case ProviderCohere:
+		if cfg.DocumentPrefix != "" || cfg.QueryPrefix != "" {
+			return nil, errors.New("embed: cohere: prefixes are for OpenAI-compatible servers: Cohere is told whether a text is a document or a query")
+		}
+		if cfg.MaxBatch != 0 {
+			return nil, errors.New("embed: cohere: the batch size is Cohere's own (96) and cannot be set")
+		}
+		c, err := NewCohere(CohereConfig{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Model: cfg.Model, Dimensions: cfg.Dimensions, HTTPClient: cfg.HTTPClient})
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("embed: unknown provider %q: use %q, %q or %q", cfg.Provider, ProviderFake, ProviderOpenAI, ProviderCohere)
+}
 
 // DefaultTimeout bounds a call of an embedder made without an HTTPClient:
 // a batch takes seconds; a call that takes minutes is better retried.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,63 @@ func TestEncodeDecode(t *testing.T) {
 		if _, err := embed.Decode(make([]byte, n)); err == nil {
 			t.Errorf("Decode of %d bytes: no error", n)
 		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       embed.Config
+		model     string // of the embedder, "" for none
+		dims      int
+		wantError string
+	}{
+		{name: "none", cfg: embed.Config{}},
+		{name: "fake", cfg: embed.Config{Provider: "fake"}, model: "fake:256", dims: 256},
+		{name: "fake of 64", cfg: embed.Config{Provider: "fake", Dimensions: 64}, model: "fake:64", dims: 64},
+		{name: "fake of -1", cfg: embed.Config{Provider: "fake", Dimensions: -1}, wantError: "below 0"},
+		{name: "openai", cfg: embed.Config{Provider: "openai", Model: "text-embedding-3-small", APIKey: "sk-x"},
+			model: "openai:text-embedding-3-small:1536", dims: 1536},
+		{name: "openai shortened", cfg: embed.Config{Provider: "openai", Model: "text-embedding-3-large", APIKey: "sk-x", Dimensions: 256},
+			model: "openai:text-embedding-3-large:256", dims: 256},
+		{name: "openai-compatible without a key", cfg: embed.Config{Provider: "openai", Model: "nomic-embed-text", BaseURL: "http://localhost:11434/v1"},
+			model: "openai:nomic-embed-text:0", dims: 0},
+		{name: "openai without a model", cfg: embed.Config{Provider: "openai", APIKey: "sk-x"}, wantError: "no model name"},
+		{name: "openai without a key", cfg: embed.Config{Provider: "openai", Model: "text-embedding-3-small"}, wantError: "no API key"},
+		{name: "openai with a bad base URL", cfg: embed.Config{Provider: "openai", Model: "m", BaseURL: "localhost:11434"}, wantError: "not an http or https URL"},
+		{name: "cohere", cfg: embed.Config{Provider: "cohere", Model: "embed-v4.0", APIKey: "co-x"}, model: "cohere:embed-v4.0:1536", dims: 1536},
+		{name: "cohere light", cfg: embed.Config{Provider: "cohere", Model: "embed-english-light-v3.0", APIKey: "co-x"},
+			model: "cohere:embed-english-light-v3.0:384", dims: 384},
+		{name: "cohere without a key", cfg: embed.Config{Provider: "cohere", Model: "embed-v4.0"}, wantError: "no API key"},
+		{name: "cohere without a model", cfg: embed.Config{Provider: "cohere", APIKey: "co-x"}, wantError: "no model name"},
+		{name: "cohere with prefixes", cfg: embed.Config{Provider: "cohere", Model: "embed-v4.0", APIKey: "co-x", QueryPrefix: "q: "}, wantError: "prefixes"},
+		{name: "unknown", cfg: embed.Config{Provider: "voyage", Model: "m"}, wantError: `unknown provider "voyage"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := embed.New(tt.cfg)
+			if tt.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
+					t.Fatalf("New: %v, want an error with %q", err, tt.wantError)
+				}
+				if e != nil {
+					t.Errorf("New returned %v beside its error", e)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.model == "" {
+				if e != nil {
+					t.Fatalf("New = %v, want nil", e)
+				}
+				return
+			}
+			if e.Model() != tt.model || e.Dimensions() != tt.dims || e.MaxBatch() <= 0 {
+				t.Errorf("Model, Dimensions, MaxBatch = %q, %d, %d, want %q, %d, > 0", e.Model(), e.Dimensions(), e.MaxBatch(), tt.model, tt.dims)
+			}
+		})
 	}
 }
 
