@@ -1,0 +1,4 @@
+package embed
+
+// Stem is stem, for the tests.
+var Stem = stem
