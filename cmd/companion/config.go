@@ -124,6 +124,8 @@ const serveNotes = `
 Environment variables without a flag:
   CO_API_KEY        Cohere's API key, for -model cohere/<model>
   OPENAI_API_KEY    OpenAI's API key, for -model openai/<model> (and a -model-base-url server that wants one)
+  COMPANION_EMBED_API_KEY
+                    the embedding provider's key (-embed-provider); without it, OPENAI_API_KEY or CO_API_KEY
   OTEL_*            span export, as OpenTelemetry defines it: OTEL_EXPORTER_OTLP_ENDPOINT (or
                     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns it on; OTEL_EXPORTER_OTLP_PROTOCOL
                     (http/protobuf or grpc), OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME,
@@ -214,6 +216,13 @@ func (f *flags) dur(p *time.Duration, s setting, def time.Duration) {
 	v := fromEnv(f.getenv, s.env, def, time.ParseDuration, wantDuration, &f.errs)
 	for _, fs := range f.sets() {
 		fs.DurationVar(p, s.flag, v, s.help())
+	}
+}
+
+func (f *flags) float(p *float64, s setting, def float64) {
+	v := fromEnv(f.getenv, s.env, def, func(v string) (float64, error) { return strconv.ParseFloat(v, 64) }, "a number", &f.errs)
+	for _, fs := range f.sets() {
+		fs.Float64Var(p, s.flag, v, s.help())
 	}
 }
 
@@ -386,6 +395,13 @@ func memoryFlags(f *flags, cfg *app.MemoryConfig, def app.MemoryConfig) {
 	f.num(&cfg.Recall.MessageRange, setting{"recall-message-range", "COMPANION_RECALL_MESSAGE_RANGE", "messages before and after each recalled one that come with it"}, def.Recall.MessageRange)
 	f.num(&cfg.Recall.MaxBytes, setting{"recall-max-bytes", "COMPANION_RECALL_MAX_BYTES", "most bytes of recalled messages shown to the model in one turn"}, def.Recall.MaxBytes)
 	f.boolean(&cfg.Titles, setting{"thread-titles", "COMPANION_THREAD_TITLES", "name a thread after its first exchange (the model is asked, off the reply's path)"}, def.Titles)
+	f.str(&cfg.Embed.Provider, setting{"embed-provider", "COMPANION_EMBED_PROVIDER", "an embedding model for hybrid recall (vector ranking beside full-text): fake (offline, deterministic), openai (any OpenAI-compatible /embeddings) or cohere; empty for none"}, def.Embed.Provider)
+	f.str(&cfg.Embed.Model, setting{"embed-model", "COMPANION_EMBED_MODEL", "the embedding model's name, e.g. text-embedding-3-small or embed-v4.0"}, def.Embed.Model)
+	f.str(&cfg.Embed.BaseURL, setting{"embed-base-url", "COMPANION_EMBED_BASE_URL", "the embedding provider's address, e.g. http://127.0.0.1:11434/v1 for an OpenAI-compatible server (empty: the provider's own)"}, def.Embed.BaseURL)
+	f.num(&cfg.Embed.Dimensions, setting{"embed-dimensions", "COMPANION_EMBED_DIMENSIONS", "length of the vectors asked for (0: the model's own)"}, def.Embed.Dimensions)
+	f.float(&cfg.EmbedMinSimilarity, setting{"embed-min-similarity", "COMPANION_EMBED_MIN_SIMILARITY", "least cosine similarity of a message's vector with the question's for vector ranking to count it (it depends on the model)"}, def.EmbedMinSimilarity)
+	f.float(&cfg.EmbedWeight, setting{"embed-weight", "COMPANION_EMBED_WEIGHT", "what a message's rank by vector counts for beside its rank by words when the two are fused (hybrid recall)"}, def.EmbedWeight)
+	f.dur(&cfg.Recall.EmbedWait, setting{"recall-embed-wait", "COMPANION_RECALL_EMBED_WAIT", "how long a turn's recall waits for the question's vector (the call starts as the turn begins); past it, recall ranks by words alone; 0 never waits"}, def.Recall.EmbedWait)
 	f.then(func() {
 		for _, s := range []struct {
 			name, v string
@@ -403,6 +419,17 @@ func memoryFlags(f *flags, cfg *app.MemoryConfig, def app.MemoryConfig) {
 		}
 		f.require(cfg.WorkingMemory.MaxBytes >= 1 && cfg.Recall.MaxBytes >= 1, "working memory max bytes and recall max bytes must be at least 1")
 		f.require(cfg.Recall.TopK >= 1 && cfg.Recall.MessageRange >= 0, "recall top k must be at least 1 and recall message range not negative")
+		f.require(cfg.Embed.Dimensions >= 0 && cfg.Recall.EmbedWait >= 0 && cfg.EmbedWeight > 0, "embed dimensions and recall embed wait must not be negative, and embed weight must be above 0")
+		// The embedding provider's key: its own, else the chat provider's.
+		cfg.EmbedAPIKey = redact.Secret(f.getenv("COMPANION_EMBED_API_KEY"))
+		if cfg.EmbedAPIKey == "" {
+			switch cfg.Embed.Provider {
+			case "openai":
+				cfg.EmbedAPIKey = redact.Secret(f.getenv("OPENAI_API_KEY"))
+			case "cohere":
+				cfg.EmbedAPIKey = redact.Secret(f.getenv("CO_API_KEY"))
+			}
+		}
 	})
 }
 

@@ -26,6 +26,8 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/auth"
+	"github.com/companionhq/companion/internal/embed"
+	"github.com/companionhq/companion/internal/embedindex"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/memory"
@@ -59,6 +61,8 @@ type App struct {
 	mcp *mcp.Set
 	// draining is set at the start of a shutdown: /ready answers 503.
 	draining atomic.Bool
+	// stopIndexer stops the vector indexer, if any, and waits for it.
+	stopIndexer func()
 }
 
 // ReloadCredentials reads the API keys file again (on SIGHUP). A file that
@@ -120,12 +124,13 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 			authn.Close()
 		}
 	}()
-	store, turns, err := newTurns(ctx, cfg, ag, m, tel, log)
+	store, turns, stopIndexer, err := newTurns(ctx, cfg, ag, m, tel, log)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
+			stopIndexer()
 			store.Close()
 		}
 	}()
@@ -144,6 +149,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *App, err error) 
 		metrics:     telemetry.Handler(tel.registry),
 		closeShared: sh.close,
 		mcp:         mcpTools,
+		stopIndexer: stopIndexer,
 	}
 	a.api = a.newAPI(turns, describeAgent(ag, turns, m), tel, sh)
 	a.handler = a.api
@@ -245,33 +251,61 @@ func newAuth(ctx context.Context, cfg auth.Config, log *slog.Logger) (*auth.Auth
 	return authn, nil
 }
 
-// newTurns opens the store and runs the turns of its threads with ag; on
-// error, the store is closed.
-func newTurns(ctx context.Context, cfg Config, ag *agent.Agent, m model.Model, tel instruments, log *slog.Logger) (memory.Store, *turn.Turns, error) {
+// newTurns opens the store and runs the turns of its threads with ag; with
+// an embedding model, it starts the vector indexer too, which stop stops.
+// On error, the store is closed.
+func newTurns(ctx context.Context, cfg Config, ag *agent.Agent, m model.Model, tel instruments, log *slog.Logger) (_ memory.Store, _ *turn.Turns, stop func(), err error) {
 	wm := cfg.Memory.WorkingMemory
 	if f := cfg.Memory.WorkingMemoryTemplateFile; f != "" {
-		var err error
 		if wm.Format, wm.Template, err = turn.LoadWorkingMemoryTemplate(f); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
 	var titler turn.Titler
 	if cfg.Memory.Titles {
 		titler = turn.ModelTitler{Model: m}
 	}
+	ecfg := cfg.Memory.Embed
+	ecfg.APIKey = string(cfg.Memory.EmbedAPIKey)
+	embedder, err := embed.New(ecfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("the embedding model: %w", err)
+	}
 	store, err := OpenStore(ctx, cfg.Storage.DatabaseURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	turns, err := turn.New(turn.Config{Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
+	stop = func() {}
+	tcfg := turn.Config{Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
 		HistoryBytes: cfg.Storage.HistoryBytes, MaxThreadBytes: cfg.Limits.MaxThreadBytes, Quota: cfg.Limits.Quota,
 		WorkingMemory: wm, Recall: cfg.Memory.Recall, Titler: titler,
-		Observer: tel.metrics, Tracer: tel.tracing.Tracer(tracerName), Logger: log})
-	if err != nil {
-		store.Close()
-		return nil, nil, err
+		Observer: tel.metrics, Tracer: tel.tracing.Tracer(tracerName), Logger: log}
+	if embedder != nil {
+		ix, err := embedindex.New(embedindex.Config{Store: store, Embedder: embedder, Observer: tel.metrics, Logger: log})
+		if err != nil {
+			store.Close()
+			return nil, nil, nil, err
+		}
+		tcfg.Embedder, tcfg.Stored = embedder, ix.Wake
+		tcfg.EmbedMinSimilarity, tcfg.EmbedWeight = cfg.Memory.EmbedMinSimilarity, cfg.Memory.EmbedWeight
+		ictx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = ix.Run(ictx)
+		}()
+		stop = func() {
+			cancel()
+			<-done
+		}
 	}
-	return store, turns, nil
+	turns, err := turn.New(tcfg)
+	if err != nil {
+		stop()
+		store.Close()
+		return nil, nil, nil, err
+	}
+	return store, turns, stop, nil
 }
 
 // shared is what every instance may share through Redis: the rate limits
@@ -439,6 +473,9 @@ func (a *App) Close() error {
 	var errs []error
 	// Titles still being made write to the store: a few seconds for them.
 	_ = a.turns.WaitTitles(ctx)
+	// The indexer stops between calls: a batch it was embedding is
+	// embedded again at the next start.
+	a.stopIndexer()
 	if err := a.store.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("closing the database: %w", err))
 	}

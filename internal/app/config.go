@@ -6,6 +6,7 @@ import (
 
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/auth"
+	"github.com/companionhq/companion/internal/embed"
 	"github.com/companionhq/companion/internal/httpapi"
 	"github.com/companionhq/companion/internal/limits"
 	"github.com/companionhq/companion/internal/memory"
@@ -111,6 +112,14 @@ type MemoryConfig struct {
 	Recall                    turn.RecallConfig
 	// Titles names a thread after its first exchange.
 	Titles bool
+	// Embed, when its Provider is set, adds vector ranking to recall and
+	// search: messages are embedded off the reply's path by a background
+	// indexer (internal/embedindex). Its APIKey is left empty here:
+	// EmbedAPIKey holds it, redacted wherever the configuration is shown.
+	Embed       embed.Config
+	EmbedAPIKey redact.Secret
+	// EmbedMinSimilarity and EmbedWeight are turn.Config's.
+	EmbedMinSimilarity, EmbedWeight float64
 }
 
 // ModelConfig is the model (see provider.Config) and what one run may ask
@@ -178,7 +187,9 @@ func Defaults() Config {
 			WorkingMemory: turn.WorkingMemoryConfig{Scope: memory.ScopeResource, MaxBytes: turn.DefaultWorkingMemoryMaxBytes},
 			Recall: turn.RecallConfig{Scope: memory.ScopeResource, TopK: turn.DefaultRecallTopK,
 				MessageRange: turn.DefaultRecallMessageRange, MaxBytes: turn.DefaultRecallBytes},
-			Titles: true,
+			Titles:             true,
+			EmbedMinSimilarity: turn.DefaultEmbedMinSimilarity,
+			EmbedWeight:        turn.DefaultEmbedWeight,
 		},
 		Model: ModelConfig{
 			Config: provider.Config{

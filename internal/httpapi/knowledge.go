@@ -162,7 +162,7 @@ func (s *Server) handleSearch() http.HandlerFunc {
 			return nil, err
 		}
 		out := api.SearchResponse{Results: make([]api.SearchResult, 0, len(found.Results)), Query: req.Query,
-			SearchScope: found.Scope, SearchType: "text"}
+			SearchScope: found.Scope, SearchType: found.Type}
 		for _, res := range found.Results {
 			out.Results = append(out.Results, api.SearchResult{ID: res.Message.ID, Role: res.Message.Role, Content: res.Message.Text,
 				CreatedAt: timestamp(res.Message.CreatedAt), ThreadID: res.ThreadID, ThreadTitle: res.ThreadTitle,

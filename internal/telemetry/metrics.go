@@ -63,6 +63,10 @@ type Metrics struct {
 	recallResults prometheus.Histogram
 	memoryUpdates *prometheus.CounterVec
 	erasures      prometheus.Counter
+	searchTypes   *prometheus.CounterVec
+	embedded      prometheus.Counter
+	embedCalls    *prometheus.CounterVec
+	embedDuration prometheus.Histogram
 }
 
 var (
@@ -174,6 +178,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: namespace, Name: "resource_erasures_total",
 			Help: "Resources whose memory was erased (DELETE /api/memory/resources/{resourceId}).",
 		}),
+		searchTypes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "recall_searches_total",
+			Help: "Searches of recall and of the search route, by how they ranked: text (full-text alone) or hybrid (with an embedding model's vectors).",
+		}, []string{"type"}),
+		embedded: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "embedded_messages_total",
+			Help: "Messages embedded and stored in the vector index, off the reply's path.",
+		}),
+		embedCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "embedding_calls_total",
+			Help: "The vector indexer's calls to the embedding model, by outcome: ok, retried (a failure tried again later) or refused (texts the model refused, left out of vector search).",
+		}, []string{"outcome"}),
+		embedDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace, Name: "embedding_duration_seconds",
+			Help:    "Time of the vector indexer's successful calls to the embedding model.",
+			Buckets: prometheus.DefBuckets,
+		}),
 		sharedLimits: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "rate_limits_shared",
 			Help: "1 while the rate limits are shared through Redis, 0 while this instance limits on its own (no Redis configured, or Redis unreachable).",
@@ -183,6 +204,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.httpRequests, m.httpDuration, m.streamsOpen, m.firstEvent, m.firstText, m.runsInFlight, m.runs,
 		m.runDuration, m.runSteps, m.tokens, m.modelCalls, m.modelDuration, m.toolCalls, m.toolDuration,
 		m.limited, m.sharedLimits, m.cost, m.recallLatency, m.recallResults, m.memoryUpdates, m.erasures,
+		m.searchTypes, m.embedded, m.embedCalls, m.embedDuration,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -365,7 +387,8 @@ func (c *runLogCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Recalled implements turn.Observer.
-func (m *Metrics) Recalled(took time.Duration, results int) {
+func (m *Metrics) Recalled(typ string, took time.Duration, results int) {
+	m.searchTypes.WithLabelValues(typ).Inc()
 	m.recallLatency.Observe(took.Seconds())
 	m.recallResults.Observe(float64(results))
 }
@@ -375,3 +398,19 @@ func (m *Metrics) WorkingMemoryUpdated(scope string) { m.memoryUpdates.WithLabel
 
 // ResourceErased implements turn.Observer.
 func (m *Metrics) ResourceErased() { m.erasures.Inc() }
+
+// Embedded implements embedindex.Observer.
+func (m *Metrics) Embedded(n int, took time.Duration) {
+	m.embedded.Add(float64(n))
+	m.embedCalls.WithLabelValues("ok").Inc()
+	m.embedDuration.Observe(took.Seconds())
+}
+
+// EmbedFailed implements embedindex.Observer.
+func (m *Metrics) EmbedFailed(retryable bool) {
+	outcome := "refused"
+	if retryable {
+		outcome = "retried"
+	}
+	m.embedCalls.WithLabelValues(outcome).Inc()
+}

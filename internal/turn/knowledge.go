@@ -146,7 +146,9 @@ const (
 // SearchResults are a search's results and what it searched.
 type SearchResults struct {
 	Results []memory.SearchResult
-	Scope   string
+	// Scope is memory.ScopeResource or memory.ScopeThread; Type SearchText
+	// or SearchHybrid (ranked by vector too).
+	Scope, Type string
 }
 
 // Search searches resourceID's conversations: all of them, or with a
@@ -175,13 +177,20 @@ func (t *Threads) Search(ctx context.Context, req SearchRequest) (SearchResults,
 	}
 	started := time.Now()
 	ctx, span := t.turns.startSpan(ctx, "search")
-	results, err := t.turns.search(ctx, q, searchContext)
+	typ := SearchText
+	ectx, cancel := context.WithTimeout(ctx, DefaultSearchEmbedTimeout)
+	vec := t.turns.embedQuery(ectx, req.Query)
+	cancel()
+	if vec != nil {
+		typ = SearchHybrid
+	}
+	results, err := t.turns.search(ctx, q, searchContext, vec)
 	span.End()
 	if err != nil {
 		return SearchResults{}, storeErr(err)
 	}
-	t.cfg.Observer.Recalled(time.Since(started), len(results))
-	return SearchResults{Results: results, Scope: scope}, nil
+	t.cfg.Observer.Recalled(typ, time.Since(started), len(results))
+	return SearchResults{Results: results, Scope: scope, Type: typ}, nil
 }
 
 // ImportMessage is a message of a history moved in from elsewhere.
@@ -242,6 +251,9 @@ func (t *Threads) Import(ctx context.Context, msgs []ImportMessage) ([]ImportMes
 	}
 	if err != nil {
 		return nil, storeErr(err)
+	}
+	if len(out) > 0 {
+		t.turns.stored()
 	}
 	return out, nil
 }

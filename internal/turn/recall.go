@@ -38,6 +38,11 @@ type RecallConfig struct {
 	Scope string
 	// MaxBytes bounds the text recall adds; 0 is DefaultRecallBytes.
 	MaxBytes int
+	// EmbedWait is how long recall waits for the query's vector, with an
+	// embedding model (vectors.go): the call starts as the turn begins;
+	// when it has not answered by the time recall runs and this wait, recall
+	// ranks by words alone. 0 does not wait.
+	EmbedWait time.Duration
 }
 
 func (c RecallConfig) withDefaults() RecallConfig {
@@ -93,7 +98,12 @@ func (t *Turns) recall(ctx context.Context, s *State) error {
 	}
 	started := time.Now()
 	ctx, span := t.startSpan(ctx, "recall")
-	results, err := t.search(ctx, q, cfg.MessageRange)
+	vec := t.awaitQueryVector(ctx, s)
+	typ := SearchText
+	if vec != nil {
+		typ = SearchHybrid
+	}
+	results, err := t.search(ctx, q, cfg.MessageRange, vec)
 	span.End()
 	if err != nil {
 		return storeErr(err)
@@ -104,7 +114,7 @@ func (t *Turns) recall(ctx context.Context, s *State) error {
 			kept = append(kept, r)
 		}
 	}
-	t.cfg.Observer.Recalled(time.Since(started), len(kept))
+	t.cfg.Observer.Recalled(typ, time.Since(started), len(kept))
 	if block := recallBlock(kept, s.Now, cfg.MaxBytes); block != "" {
 		s.In.Context = append(s.In.Context, block)
 	}

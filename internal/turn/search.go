@@ -24,7 +24,10 @@ const plainShare = 50
 // search asks the store for q's best matches, keeps q.Limit of them spread
 // over the conversations (diversify), and reads the context messages
 // before and after each kept one.
-func (t *Turns) search(ctx context.Context, q memory.SearchQuery, context int) ([]memory.SearchResult, error) {
+//
+// With vec, the query's vector, the messages nearest it are fused with the
+// full-text matches (vectors.go).
+func (t *Turns) search(ctx context.Context, q memory.SearchQuery, context int, vec []float32) ([]memory.SearchResult, error) {
 	limit := q.Limit
 	q.Limit, q.Context = limit*spread, 0
 	found, err := t.cfg.Store.Search(ctx, q)
@@ -32,6 +35,13 @@ func (t *Turns) search(ctx context.Context, q memory.SearchQuery, context int) (
 		return nil, err
 	}
 	favourUser(found)
+	if vec != nil {
+		near, err := t.cfg.Store.SearchVectors(ctx, q, t.cfg.Embedder.Model(), vec)
+		if err != nil {
+			return nil, err
+		}
+		found = fuse(found, similar(near, t.cfg.EmbedMinSimilarity), t.cfg.EmbedWeight)
+	}
 	kept := diversify(found, context, limit)
 	if context > 0 {
 		if err := t.cfg.Store.Around(ctx, kept, context); err != nil {
@@ -94,5 +104,10 @@ func favourUser(results []memory.SearchResult) {
 			results[i].Score *= userWeight
 		}
 	}
+	sortByScore(results)
+}
+
+// sortByScore orders results best first, keeping the order of equals.
+func sortByScore(results []memory.SearchResult) {
 	slices.SortStableFunc(results, func(a, b memory.SearchResult) int { return cmp.Compare(b.Score, a.Score) })
 }

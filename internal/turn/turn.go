@@ -92,6 +92,20 @@ type Config struct {
 	// Titler names a thread after its first exchange, off the reply's
 	// path (titles.go); nil leaves threads untitled.
 	Titler Titler
+	// Embedder, when set, adds vector ranking to recall and search
+	// (vectors.go): its Model names the vectors the store's vector index
+	// holds. Stored, when set, is told (without blocking) that a turn or an
+	// import stored messages: the indexer that embeds them wakes.
+	Embedder QueryEmbedder
+	Stored   func()
+	// EmbedMinSimilarity is the least cosine similarity with the query
+	// for a message's vector to rank it; 0 is DefaultEmbedMinSimilarity,
+	// below 0 keeps every vector's nearest.
+	EmbedMinSimilarity float64
+	// EmbedWeight is what a rank in the vector ranking counts for beside
+	// the same rank in the full-text one, when they are fused; 0 is
+	// DefaultEmbedWeight.
+	EmbedWeight float64
 	// Observer is told about recall, working memory and erasures, for
 	// metrics; nil is none. Tracer makes their spans; nil makes none.
 	Observer Observer
@@ -107,9 +121,10 @@ type Config struct {
 // Observer is told what the turns do beyond the agent, for metrics. Its
 // methods must be safe for concurrent use and must not block.
 type Observer interface {
-	// Recalled reports a recall: how long its search took, and how many
-	// messages it gave the model.
-	Recalled(took time.Duration, results int)
+	// Recalled reports a recall or a search: how it ranked (SearchText
+	// or SearchHybrid), how long it took, and how many messages it gave
+	// the model (or found).
+	Recalled(typ string, took time.Duration, results int)
 	// WorkingMemoryUpdated reports a stored update of working memory of
 	// scope (memory.ScopeResource or memory.ScopeThread).
 	WorkingMemoryUpdated(scope string)
@@ -120,9 +135,9 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Recalled(time.Duration, int) {}
-func (nopObserver) WorkingMemoryUpdated(string) {}
-func (nopObserver) ResourceErased()             {}
+func (nopObserver) Recalled(string, time.Duration, int) {}
+func (nopObserver) WorkingMemoryUpdated(string)         {}
+func (nopObserver) ResourceErased()                     {}
 
 // State is a turn as its steps see and change it.
 type State struct {
@@ -137,6 +152,9 @@ type State struct {
 	Thread memory.Thread
 	held   memory.Turn
 	tail   []memory.Message
+	// queryVec receives the new message's vector, for recall, when an
+	// embedding model makes one (vectors.go).
+	queryVec <-chan []float32
 	// Result is the agent's run, once it has returned.
 	Result *agent.Result
 	// Stored are the messages of the turn as stored (see Outcome.Stored).
@@ -170,6 +188,12 @@ func New(cfg Config) (*Turns, error) {
 	if cfg.HistoryBytes == 0 {
 		cfg.HistoryBytes = DefaultHistoryBytes
 	}
+	if cfg.EmbedWeight == 0 {
+		cfg.EmbedWeight = DefaultEmbedWeight
+	}
+	if cfg.EmbedMinSimilarity == 0 {
+		cfg.EmbedMinSimilarity = DefaultEmbedMinSimilarity
+	}
 	cfg.WorkingMemory = cfg.WorkingMemory.withDefaults()
 	cfg.Recall = cfg.Recall.withDefaults()
 	if err := errors.Join(cfg.WorkingMemory.check(), cfg.Recall.check()); err != nil {
@@ -195,6 +219,8 @@ func New(cfg Config) (*Turns, error) {
 		// The quota first: a request over it neither takes nor waits for
 		// the thread, and the thread is not held for its read.
 		{"check the quota", t.checkQuota},
+		// Started early, so that it may have answered by recall.
+		{"embed the question", t.startQueryVector},
 		{"take the thread", t.take},
 		{"show working memory", t.workingMemory},
 		{"recall earlier conversations", t.recall},
@@ -402,6 +428,7 @@ func (t *Turns) saveReply(ctx context.Context, s *State) error {
 		return apperr.Wrap(apperr.Unavailable, err, "the reply could not be saved to the thread: the conversation store failed; the details are in the server log").After(StoreRetryAfter)
 	}
 	s.Stored = append(answered, reply)
+	t.stored()
 	return nil
 }
 

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,6 +147,15 @@ func (c *client) measure(ctx context.Context, set *Set, cfg config, s *system, s
 		return err
 	}
 	fmt.Fprintf(stderr, "%s: imported %d messages in %s\n", s.name, n, time.Since(began).Round(time.Millisecond))
+	if slices.ContainsFunc(cfg.serviceArgs, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "embed-provider") }) {
+		// The messages are embedded off the import's path: the questions
+		// wait for all of them.
+		began = time.Now()
+		if err := c.waitEmbedded(ctx, n); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s: embedded %d messages in %s\n", s.name, n, time.Since(began).Round(time.Millisecond))
+	}
 	for _, q := range set.Questions {
 		hits, took, err := c.search(ctx, q.PersonaID, q.Text, cfg.limit)
 		if err != nil {
@@ -154,6 +165,42 @@ func (c *client) measure(ctx context.Context, set *Set, cfg config, s *system, s
 		s.latency = append(s.latency, took)
 	}
 	return nil
+}
+
+// waitEmbedded waits until the service's vector indexer has embedded n
+// messages, as its metrics count them.
+func (c *client) waitEmbedded(ctx context.Context, n int) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/metrics", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "companion_embedded_messages_total "); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil && int(f) >= n {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the service had not embedded the %d messages imported after 10 minutes", n)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // importSet posts every persona's sessions, in order, batch messages at a

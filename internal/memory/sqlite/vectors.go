@@ -64,6 +64,17 @@ func (s *Store) PutVectors(ctx context.Context, model string, vs []memory.Messag
 	return nil
 }
 
+// vectorsSQL reads a search's candidates: the newest VectorCandidates
+// vectors of resource ?1 and model ?2, of thread ?3 (unless empty), not of
+// thread ?4.
+const vectorsSQL = `SELECT thread_id, seq, vec FROM message_vectors
+	WHERE resource_id = ?1 AND model = ?2 AND (?3 = '' OR thread_id = ?3) AND thread_id <> ?4
+	ORDER BY rowid DESC LIMIT ?5`
+
+// vectorHitSQL reads a result: its thread, title and message.
+var vectorHitSQL = `SELECT m.thread_id, t.title, ` + prefixed("m.", messageCols) + `
+	FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = ? AND m.seq = ?`
+
 // SearchVectors implements memory.Vectors: the candidates' vectors are
 // compared in process, then the nearest are read with their threads.
 func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model string, v []float32) ([]memory.SearchResult, error) {
@@ -74,9 +85,7 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 		thread string
 		seq    int64
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT thread_id, seq, vec FROM message_vectors
-		WHERE resource_id = ?1 AND model = ?2 AND (?3 = '' OR thread_id = ?3) AND thread_id <> ?4
-		ORDER BY rowid DESC LIMIT ?5`, q.ResourceID, model, q.ThreadID, q.ExcludeThreadID, memory.VectorCandidates)
+	rows, err := s.stVectors.QueryContext(ctx, q.ResourceID, model, q.ThreadID, q.ExcludeThreadID, memory.VectorCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
@@ -100,8 +109,7 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 	out := make([]memory.SearchResult, 0, len(best))
 	for _, b := range best {
 		r := memory.SearchResult{Score: b.Score}
-		m, err := scanMessage(s.db.QueryRowContext(ctx, `SELECT m.thread_id, t.title, `+prefixed("m.", messageCols)+`
-			FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = ? AND m.seq = ?`, b.Key.thread, b.Key.seq),
+		m, err := scanMessage(s.stVectorHit.QueryRowContext(ctx, b.Key.thread, b.Key.seq),
 			&r.ThreadID, &r.ThreadTitle)
 		if err == nil {
 			r.Message = m
