@@ -20,7 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/embed"
 	"github.com/companionhq/companion/internal/testkit"
 )
 
@@ -318,7 +320,8 @@ func TestDashboardAgainstPrometheus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 
-	svc := apptest.Start(t, nil)
+	// With the fake embedding model, so that the indexer's panels have data.
+	svc := apptest.Start(t, func(c *app.Config) { c.Memory.Embed = embed.Config{Provider: embed.ProviderFake} })
 	dir := t.TempDir()
 	rules, err := filepath.Abs("prometheus/alerts.yml")
 	if err != nil {
