@@ -25,10 +25,10 @@ import "math"
 // they are among the recent ones.
 const (
 	// SearchExactMessages is the longest history a store ranks whole, by
-	// its own full-text ranking (SQLite's bm25): a few months of a
-	// companion's conversations, which it ranks better than the bounded
-	// share below, in a few milliseconds. Past it, a search reads the
-	// bounded share.
+	// BM25 (SQLite's bm25; on PostgreSQL, computed by the search
+	// statement): a few months of a companion's conversations, which it
+	// ranks better than the bounded share below, in a few milliseconds.
+	// Past it, a search reads the bounded share.
 	SearchExactMessages = 2000
 	// SearchRecentMessages is how many of a resource's newest messages a
 	// search looks at for every word.

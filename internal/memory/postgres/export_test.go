@@ -26,8 +26,14 @@ const (
 
 var InsertMessageSQL = insertMessageSQL
 
-// SearchSQL is Search's statement.
-var SearchSQL = searchSQL
+// SearchSQL is Search's statement for a long history, SearchExactSQL for
+// one of up to memory.SearchExactMessages messages, and ResourceSizeSQL
+// what tells them apart.
+var (
+	SearchSQL       = searchSQL
+	SearchExactSQL  = searchExactSQL
+	ResourceSizeSQL = resourceSizeSQL
+)
 
 // Pool is the connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

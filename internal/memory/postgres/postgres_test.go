@@ -872,6 +872,43 @@ func TestAnswerRetriesALostConnection(t *testing.T) {
 	}
 }
 
+// TestExactSearchReadsTheResource: a search of a short history reads
+// that resource's messages through the (resource_id, id) index, each
+// once, and not the other resources' that hold its words too.
+func TestExactSearchReadsTheResource(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	conn := acquire(t, s)
+	// Mine: 1,500 messages, "garden" in every fifth. Forty others: 100
+	// messages each, "garden" in every other.
+	execAll(t, conn,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
+			SELECT 't' || i, CASE WHEN i = 0 THEN 'mine' ELSE 'other' || i END, now(), now(), CASE WHEN i = 0 THEN 1500 ELSE 100 END FROM generate_series(0, 40) i`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
+			SELECT 't' || i, s, 'm' || s, 'user', CASE WHEN i > 0 AND s % 2 = 0 THEN 'tbilisi garden' WHEN s % 5 = 0 THEN 'the garden is dry' ELSE 'hello there' END, '[]', now()
+			FROM generate_series(0, 40) i, generate_series(1, CASE WHEN i = 0 THEN 1500 ELSE 100 END) s`,
+		`INSERT INTO message_search (thread_id, seq, resource_id, doc)
+			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id ORDER BY t.id, m.seq`,
+		`ANALYZE`,
+	)
+	var size int64
+	if err := conn.QueryRow(ctx, postgres.ResourceSizeSQL, "mine", memory.SearchExactMessages).Scan(&size); err != nil || size != 1500 {
+		t.Fatalf("size %d (%v), want 1500", size, err)
+	}
+	var plan []struct{ Plan explainNode }
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchExactSQL, []string{"garden", "dry"}, "mine",
+		memory.SearchExactMessages, 0.35, "", "", 5).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(plan, "", " ")
+	if !strings.Contains(string(b), `"message_search_recent"`) {
+		t.Errorf("the search does not use message_search_recent:\n%s", b)
+	}
+	if read := plan[0].Plan.rowsRead("message_search"); read > 1500 {
+		t.Errorf("the search reads %d rows of message_search, want 1,500 at most:\n%s", read, b)
+	}
+}
+
 // TestSearchReadsABoundedShare: a search reads the resource's newest
 // messages through the (resource_id, id) index, and the older messages
 // that hold a word rare among those through the GIN index, without the

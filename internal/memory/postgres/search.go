@@ -37,20 +37,34 @@ func resourceLexeme(resourceID string) string {
 	return "r" + hex.EncodeToString([]byte(resourceID)) + "0"
 }
 
-// Search implements memory.Knowledge, as memory's rank.go says, in one
-// statement (searchSQL): the resource's SearchRecentMessages newest
-// messages (the (resource_id, id) index, backwards), how many of them
-// hold each word in their text, the older messages that hold a word rare
-// among them (the GIN index, SearchOlderMatches at most: which ones, the
-// table's order decides), each scored from its doc; the best joined to
-// their messages and threads.
+// Search implements memory.Knowledge, as memory's rank.go says. A
+// history of up to SearchExactMessages messages (resourceSizeSQL) is
+// ranked whole by BM25 (searchExactSQL); a longer one reads its bounded
+// share, in one statement (searchSQL): the resource's
+// SearchRecentMessages newest messages (the (resource_id, id) index,
+// backwards), how many of them hold each word in their text, the older
+// messages that hold a word rare among them (the GIN index,
+// SearchOlderMatches at most: which ones, the table's order decides),
+// each scored from its doc; the best joined to their messages and
+// threads.
 func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
 	terms := memory.SearchTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, searchSQL, q.ResourceID, memory.SearchRecentMessages, terms, memory.SearchRareLately,
-		resourceLexeme(q.ResourceID), memory.SearchOlderMatches, memory.NearWeight, q.ThreadID, q.ExcludeThreadID, q.Limit)
+	var size int64
+	if err := s.pool.QueryRow(ctx, resourceSizeSQL, q.ResourceID, memory.SearchExactMessages).Scan(&size); err != nil {
+		return nil, fmt.Errorf("searching: %w", err)
+	}
+	var rows pgx.Rows
+	var err error
+	if size <= memory.SearchExactMessages {
+		rows, err = s.pool.Query(ctx, searchExactSQL, terms, q.ResourceID, memory.SearchExactMessages, memory.NearWeight,
+			q.ThreadID, q.ExcludeThreadID, q.Limit)
+	} else {
+		rows, err = s.pool.Query(ctx, searchSQL, q.ResourceID, memory.SearchRecentMessages, terms, memory.SearchRareLately,
+			resourceLexeme(q.ResourceID), memory.SearchOlderMatches, memory.NearWeight, q.ThreadID, q.ExcludeThreadID, q.Limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
@@ -104,6 +118,59 @@ var searchSQL = `WITH recent AS MATERIALIZED (
 		WHERE $8::text IN ('', f.thread_id) AND f.thread_id <> $9)
 	SELECT b.thread_id, t.title, b.score, ` + messageColsOf("m") + `
 	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $10) b
+	JOIN messages m ON m.thread_id = b.thread_id AND m.seq = b.seq
+	JOIN threads t ON t.id = b.thread_id
+	ORDER BY b.score DESC, b.id DESC`
+
+// resourceSizeSQL is the number of messages of resource $1 when it is at
+// most $2, or a larger number, reading a bounded number of its threads
+// when it is longer: the sum of its first 64 threads' sizes when it has
+// fewer or they are past the bound already; else, over its threads oldest
+// first, the first running sum past the bound (the sum of all when none
+// is).
+const resourceSizeSQL = `SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > $2 THEN coalesce(sum(last_seq), 0)::bigint
+		ELSE coalesce((SELECT run FROM (SELECT sum(last_seq) OVER (ORDER BY created_at, id ROWS UNBOUNDED PRECEDING) AS run
+			FROM threads WHERE resource_id = $1) r WHERE run > $2 LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = $1))::bigint END
+	FROM (SELECT last_seq FROM threads WHERE resource_id = $1 LIMIT 64) t`
+
+// searchExactSQL ranks the messages of resource $2, of $3 messages at
+// most, that hold a word of $1 (letters and digits: SearchTerms) by BM25,
+// as SQLite's bm25 does (k1 1.2, b 0.75), and returns the best $7, of
+// thread $5 (unless empty), not of thread $6. It reads the resource's
+// messages through the (resource_id, id) index, work bounded by $3,
+// whatever the other resources hold and however full the GIN index's
+// pending list is. A message's document is its doc, its text and its
+// neighbours': a word counts 1 in its text, $4 (NearWeight) in the
+// neighbours'. A word weighs its inverse document frequency among the
+// resource's messages, ln((N - n + 0.5) / (n + 0.5)) (1e-6 at least), n
+// being how many hold it; a document's length is its doc's count of
+// distinct words, against the mean of the resource's. What differs from
+// bm25: a word counts once in the text and once in the neighbours,
+// however often said there (a message's words rarely repeat: counting
+// the repeats ranked no better on the recall benchmark, and costs an
+// unnest of each document). The words a tsquery drops (the english
+// configuration's stop words) count for nothing.
+var searchExactSQL = `WITH words AS MATERIALIZED (
+		SELECT i, to_tsquery('english', w) AS q, to_tsquery('english', w || ':A') AS qa, to_tsquery('english', w || ':D') AS qd
+		FROM unnest($1::text[]) WITH ORDINALITY AS u (w, i) WHERE numnode(to_tsquery('english', w)) > 0),
+	docs AS MATERIALIZED (
+		SELECT id, thread_id, seq, doc, length(doc) AS len FROM message_search WHERE resource_id = $2 ORDER BY id DESC LIMIT $3),
+	found AS MATERIALIZED (
+		SELECT * FROM docs WHERE doc @@ (SELECT string_agg(q::text, ' | ')::tsquery FROM words)),
+	stats AS MATERIALIZED (
+		SELECT count(*)::float8 AS n, avg(len)::float8 AS avgdl FROM docs),
+	tf AS MATERIALIZED (
+		SELECT f.id, f.thread_id, f.seq, f.len, w.i, (f.doc @@ w.qa)::int + $4::float8 * (f.doc @@ w.qd)::int AS f
+		FROM found f CROSS JOIN words w WHERE f.doc @@ w.q),
+	idf AS MATERIALIZED (
+		SELECT i, greatest(1e-6, ln(((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5))) AS idf FROM tf GROUP BY i),
+	best AS (
+		SELECT t.id, t.thread_id, t.seq, sum(x.idf * t.f * 2.2 / (t.f + 1.2 * (0.25 + 0.75 * t.len / s.avgdl))) AS score
+		FROM tf t JOIN idf x ON x.i = t.i CROSS JOIN stats s
+		WHERE $5::text IN ('', t.thread_id) AND t.thread_id <> $6
+		GROUP BY t.id, t.thread_id, t.seq)
+	SELECT b.thread_id, t.title, b.score, ` + messageColsOf("m") + `
+	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $7) b
 	JOIN messages m ON m.thread_id = b.thread_id AND m.seq = b.seq
 	JOIN threads t ON t.id = b.thread_id
 	ORDER BY b.score DESC, b.id DESC`

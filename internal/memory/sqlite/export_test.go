@@ -8,3 +8,5 @@ const KnownSQL = knownSQL
 
 // DB is the database.
 func (s *Store) DB() *sql.DB { return s.db }
+
+var ResourceSizeSQL = resourceSizeSQL

@@ -53,7 +53,8 @@ type Store struct {
 	// Search's statements (search.go): the messages around a result, and
 	// those of a search of n words, prepared on first use.
 	stAround *sql.Stmt
-	// stResourceSize counts a resource's messages, for Search.
+	// stResourceSize tells Search whether a resource's history is short
+	// enough to rank whole (resourceSizeSQL).
 	stResourceSize *sql.Stmt
 	// SearchVectors's statements (vectors.go).
 	stVectors, stVectorHit *sql.Stmt
@@ -180,7 +181,7 @@ func (s *Store) prepare(ctx context.Context) error {
 			ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
 		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
 		{&s.stAround, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`},
-		{&s.stResourceSize, `SELECT coalesce(sum(last_seq), 0) FROM threads WHERE resource_id = ?`},
+		{&s.stResourceSize, resourceSizeSQL},
 		{&s.stVectors, vectorsSQL},
 		{&s.stVectorHit, vectorHitSQL},
 		{&s.stSavepoint, `SAVEPOINT w`},

@@ -238,3 +238,38 @@ func TestSearchOutlastsVacuum(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceSize: the size Search decides by is exact up to
+// memory.SearchExactMessages and past it when the history is longer,
+// whether the first threads hold the bound or many small ones do; other
+// resources' threads do not count.
+func TestResourceSize(t *testing.T) {
+	ctx := context.Background()
+	bound := int64(memory.SearchExactMessages)
+	for _, c := range []struct {
+		threads, size int
+		want          func(int64) bool
+	}{
+		{10, 5, func(n int64) bool { return n == 50 }},
+		{100, 10, func(n int64) bool { return n == 1000 }},    // past 64 threads, within the bound
+		{100, 30, func(n int64) bool { return n > bound }},    // past 64 threads and the bound
+		{30, 100, func(n int64) bool { return n == 3000 }},    // the bound within 64 threads
+		{70, 40, func(n int64) bool { return n > bound }},     // the bound within the first 64
+		{2000, 1, func(n int64) bool { return n == bound }},   // the bound itself, in many threads
+		{2001, 1, func(n int64) bool { return n == bound+1 }}, // one past it
+	} {
+		s := openStore(t)
+		if _, err := s.DB().ExecContext(ctx, `WITH RECURSIVE i (value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM i WHERE value < ?2)
+			INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
+			SELECT r || value, r, value, value, ?1 FROM i, (SELECT 'mine' AS r UNION ALL SELECT 'other')`, c.size, c.threads); err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		if err := s.DB().QueryRowContext(ctx, sqlite.ResourceSizeSQL, "mine").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if !c.want(n) {
+			t.Errorf("%d threads of %d messages: size %d", c.threads, c.size, n)
+		}
+	}
+}
