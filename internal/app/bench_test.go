@@ -41,8 +41,10 @@ import (
 // in turn, so a user gains at most 2*benchTurnsEach messages whatever b.N,
 // and the database is the same for up to benchMinResources*benchTurnsEach
 // turns (more than -benchtime 1s gives on two cores), larger only past
-// that. A benchmark with memory off (noMemory) runs on the same database,
-// so the difference is working memory and recall alone.
+// that. The questions go round independently of the resources, so that
+// any number of turns asks the same mix. A benchmark with memory off
+// (noMemory) runs on the same database, so the difference is working
+// memory and recall alone.
 func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.Config)) {
 	svc := apptest.Start(b, func(c *app.Config) {
 		c.Storage.DatabaseURL = databaseURL
@@ -54,13 +56,38 @@ func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.C
 			f(c)
 		}
 	})
-	resources := benchPool(b.N)
+	// 16 requests at once on 2 cores, as 16 connections would send them.
+	conc := max(1, 16/runtime.GOMAXPROCS(0))
+	warm := conc * runtime.GOMAXPROCS(0)
+	resources := benchPool(b.N + warm)
 	seedPool(b, svc, resources)
 	settle(b, databaseURL)
 	h := svc.App.Handler()
 	var n atomic.Int64
-	// 16 requests at once on 2 cores, as 16 connections would send them.
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	// turn sends the next turn: the resources in turn, and the questions
+	// in turn, so that any run of turns asks each question as often
+	// (their searches cost from one to several times the cheapest) and
+	// each resource is asked them all in turn (benchPool).
+	turn := func() error {
+		i := n.Add(1)
+		body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":%q,"messages":[{"role":"user","content":%q}],"modelSettings":{"maxOutputTokens":64}}`,
+			i, benchResource(int(i%int64(resources))), benchQuestions[i%int64(len(benchQuestions))])
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("status %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	}
+	// A turn at once per connection the run will use, untimed, so that
+	// what each new connection does once (PostgreSQL's prepared
+	// statements, SQLite's) is not counted against a short run's turns.
+	if err := inParallel(warm, warm, func(int) error { return turn() }); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(conc)
 	b.ReportAllocs()
 	b.ResetTimer()
 	// The process's CPU time per turn is steadier than the wall time on a
@@ -69,20 +96,28 @@ func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.C
 	defer func() { b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			i := n.Add(1)
-			// The resources in turn, and each one's questions in turn: the
-			// same question comes back to a resource every fifth of its turns.
-			body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":%q,"messages":[{"role":"user","content":%q}],"modelSettings":{"maxOutputTokens":64}}`,
-				i, benchResource(int(i%int64(resources))), benchQuestions[(i/int64(resources))%int64(len(benchQuestions))])
-			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			if err := turn(); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// inParallel calls f(0) to f(n-1), at most limit at once, and returns
+// their errors.
+func inParallel(n, limit int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = f(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // The database of benchTurns: benchPool's resources, each seeded with
@@ -93,9 +128,15 @@ const (
 	benchMinResources = 64
 )
 
-// benchPool is how many resources n turns are spread over.
+// benchPool is how many resources n turns are spread over: never a
+// multiple of the questions' number, so that each resource is asked them
+// all in turn.
 func benchPool(n int) int {
-	return max(benchMinResources, (n+benchTurnsEach-1)/benchTurnsEach)
+	p := max(benchMinResources, (n+benchTurnsEach-1)/benchTurnsEach)
+	if p%len(benchQuestions) == 0 {
+		p++
+	}
+	return p
 }
 
 // benchResource is the id of resource r of the pool.
@@ -169,18 +210,7 @@ var benchQuestions = []string{
 // time, seeding 64 took about 15 seconds of waiting for commits.
 func seedPool(b *testing.B, svc *apptest.Service, n int) {
 	b.Helper()
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for r := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[r] = seedMemory(svc, benchResource(r))
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := inParallel(n, 8, func(r int) error { return seedMemory(svc, benchResource(r)) }); err != nil {
 		b.Fatal(err)
 	}
 }
