@@ -56,6 +56,9 @@ type Store struct {
 	// stResourceSize counts a resource's messages, for Search.
 	stResourceSize *sql.Stmt
 	search         searchStatements
+	// stWorkingMemory reads the current version of a working memory, which
+	// every turn does (knowledge.go).
+	stWorkingMemory *sql.Stmt
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writes commit in groups, led by one of their writers
@@ -179,6 +182,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
 		{&s.stAround, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`},
 		{&s.stResourceSize, `SELECT coalesce(sum(last_seq), 0) FROM threads WHERE resource_id = ?`},
+		{&s.stWorkingMemory, currentWorkingMemorySQL},
 		{&s.stSavepoint, `SAVEPOINT w`},
 		{&s.stRelease, `RELEASE w`},
 		{&s.stRollbackTo, `ROLLBACK TO w`},
