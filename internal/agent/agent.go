@@ -223,12 +223,7 @@ func (a *Agent) newRun(in Input, emit Emit) *run {
 		}
 		r.input = append(r.input, m)
 	}
-	r.system = Instructions(in.Personality, extra)
-	for _, c := range in.Context {
-		if c = strings.TrimSpace(c); c != "" {
-			r.system += "\n\n" + c
-		}
-	}
+	r.system = withContext(Instructions(in.Personality, extra), in.Context)
 	r.specs = a.specs
 	if len(in.Tools) > 0 {
 		r.specs = slices.Clip(a.specs)
@@ -238,6 +233,29 @@ func (a *Agent) newRun(in Input, emit Emit) *run {
 	}
 	r.replyID = a.cfg.NewID()
 	return r
+}
+
+// withContext is system followed by each block of context that is not
+// blank, after an empty line: built at once, for the blocks (working
+// memory, recalled messages) are a few kilobytes every turn.
+func withContext(system string, context []string) string {
+	size := len(system)
+	for _, c := range context {
+		size += len("\n\n") + len(c)
+	}
+	if size == len(system) {
+		return system
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(system)
+	for _, c := range context {
+		if c = strings.TrimSpace(c); c != "" {
+			b.WriteString("\n\n")
+			b.WriteString(c)
+		}
+	}
+	return b.String()
 }
 
 // tool is the tool named name that the run offers: the agent's, or one of

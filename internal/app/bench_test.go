@@ -1,16 +1,25 @@
 package app_test
 
 import (
+	"bytes"
+	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "modernc.org/sqlite"
 
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
@@ -25,12 +34,18 @@ import (
 // benchTurns sends one turn per iteration, each on a thread of its own,
 // through the whole service in process: strict decoding, the agent on the
 // fake model, memory on the store, the generate body or the stream.
+//
+// What it measures is a turn of a user with a history of about 1,000
+// messages, in a database that holds the histories of at least
+// benchMinResources users alike (benchPool): each turn is for one of them
+// in turn, so a user gains at most 2*benchTurnsEach messages whatever b.N,
+// and the database is the same for up to benchMinResources*benchTurnsEach
+// turns (more than -benchtime 1s gives on two cores), larger only past
+// that. The questions go round independently of the resources, so that
+// any number of turns asks the same mix. A benchmark with memory off
+// (noMemory) runs on the same database, so the difference is working
+// memory and recall alone.
 func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.Config)) {
-	benchTurnsOf(b, databaseURL, path, func(int64) string { return "u" }, configure...)
-}
-
-// benchTurnsOf is benchTurns with the resource of turn n.
-func benchTurnsOf(b *testing.B, databaseURL, path string, resource func(n int64) string, configure ...func(*app.Config)) {
 	svc := apptest.Start(b, func(c *app.Config) {
 		c.Storage.DatabaseURL = databaseURL
 		// Every turn here is a thread's first, which a title follows off
@@ -41,11 +56,38 @@ func benchTurnsOf(b *testing.B, databaseURL, path string, resource func(n int64)
 			f(c)
 		}
 	})
-	seedMemory(b, svc)
+	// 16 requests at once on 2 cores, as 16 connections would send them.
+	conc := max(1, 16/runtime.GOMAXPROCS(0))
+	warm := conc * runtime.GOMAXPROCS(0)
+	resources := benchPool(b.N + warm)
+	seedPool(b, svc, resources)
+	settle(b, databaseURL)
 	h := svc.App.Handler()
 	var n atomic.Int64
-	// 16 requests at once on 2 cores, as 16 connections would send them.
-	b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)))
+	// turn sends the next turn: the resources in turn, and the questions
+	// in turn, so that any run of turns asks each question as often
+	// (their searches cost from one to several times the cheapest) and
+	// each resource is asked them all in turn (benchPool).
+	turn := func() error {
+		i := n.Add(1)
+		body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":%q,"messages":[{"role":"user","content":%q}],"modelSettings":{"maxOutputTokens":64}}`,
+			i, benchResource(int(i%int64(resources))), benchQuestions[i%int64(len(benchQuestions))])
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return fmt.Errorf("status %d: %s", rec.Code, rec.Body)
+		}
+		return nil
+	}
+	// A turn at once per connection the run will use, untimed, so that
+	// what each new connection does once (PostgreSQL's prepared
+	// statements, SQLite's) is not counted against a short run's turns.
+	if err := inParallel(warm, warm, func(int) error { return turn() }); err != nil {
+		b.Fatal(err)
+	}
+	b.SetParallelism(conc)
 	b.ReportAllocs()
 	b.ResetTimer()
 	// The process's CPU time per turn is steadier than the wall time on a
@@ -54,19 +96,51 @@ func benchTurnsOf(b *testing.B, databaseURL, path string, resource func(n int64)
 	defer func() { b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			i := n.Add(1)
-			body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":%q,"messages":[{"role":"user","content":%q}],"modelSettings":{"maxOutputTokens":64}}`,
-				i, resource(i), benchQuestions[i%int64(len(benchQuestions))])
-			req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			if err := turn(); err != nil {
+				b.Fatal(err)
 			}
 		}
 	})
 }
+
+// inParallel calls f(0) to f(n-1), at most limit at once, and returns
+// their errors.
+func inParallel(n, limit int, f func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = f(i)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// The database of benchTurns: benchPool's resources, each seeded with
+// benchHistory messages, each taking benchTurnsEach turns at most.
+const (
+	benchHistory      = 1000
+	benchTurnsEach    = 50
+	benchMinResources = 64
+)
+
+// benchPool is how many resources n turns are spread over: never a
+// multiple of the questions' number, so that each resource is asked them
+// all in turn.
+func benchPool(n int) int {
+	p := max(benchMinResources, (n+benchTurnsEach-1)/benchTurnsEach)
+	if p%len(benchQuestions) == 0 {
+		p++
+	}
+	return p
+}
+
+// benchResource is the id of resource r of the pool.
+func benchResource(r int) string { return fmt.Sprint("u", r) }
 
 // cpuTime is the CPU time the process has used, user and system.
 func cpuTime(b *testing.B) time.Duration {
@@ -132,29 +206,79 @@ var benchQuestions = []string{
 	"How can I keep running through the winter?",
 }
 
-// seedMemory gives resource "u" a history of 1,000 messages over 100
-// earlier threads, imported, so that recall searches a resource as a user
-// of some months has one.
-func seedMemory(b *testing.B, svc *apptest.Service) {
+// seedPool seeds the resources of a pool of n, a few at once: one at a
+// time, seeding 64 took about 15 seconds of waiting for commits.
+func seedPool(b *testing.B, svc *apptest.Service, n int) {
 	b.Helper()
+	if err := inParallel(n, 8, func(r int) error { return seedMemory(svc, benchResource(r)) }); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// seedMemory gives resource a history of benchHistory messages over a
+// tenth as many earlier threads, imported, so that recall searches a
+// resource as a user of some months has one. Every resource's history
+// holds the same messages at the same times, an hour apart.
+func seedMemory(svc *apptest.Service, resource string) error {
 	subjects := []string{"my dog Max", "my sister Ana", "the garden", "my new job", "running in the park", "the cello lessons",
 		"our trip to Lisbon", "cooking pasta", "my sleep", "the book club", "my grandmother", "the old car"}
 	verbs := []string{"I keep thinking about", "Yesterday I talked about", "I am worried about", "I loved", "Tell me more about"}
-	var msgs []api.SavedMessage
+	msgs := make([]api.SavedMessage, 0, benchHistory)
 	start := time.Now().Add(-100 * 24 * time.Hour)
-	for i := range 1000 {
+	for i := range benchHistory {
 		text := fmt.Sprintf("%s %s, and how it went on day %d of the month.", verbs[i%len(verbs)], subjects[(i*7)%len(subjects)], i%28+1)
 		role := "user"
 		if i%2 == 1 {
 			role, text = "assistant", "That sounds meaningful: "+subjects[(i*5)%len(subjects)]+" matters to you."
 		}
 		content, _ := json.Marshal(text)
-		msgs = append(msgs, api.SavedMessage{ID: fmt.Sprint("seed-", i), ThreadID: fmt.Sprint("seed-thread-", i/10), ResourceID: "u",
+		msgs = append(msgs, api.SavedMessage{ID: fmt.Sprint(resource, "-seed-", i), ThreadID: fmt.Sprint(resource, "-seed-thread-", i/10), ResourceID: resource,
 			Role: role, Content: content, CreatedAt: start.Add(time.Duration(i) * time.Hour).UTC().Format(time.RFC3339)})
 	}
 	body, _ := json.Marshal(api.SaveMessages{Messages: msgs})
-	if res, out := svc.Post(b, "/api/memory/save-messages", string(body)); res.StatusCode != http.StatusOK {
-		b.Fatalf("seeding: %d %.300s", res.StatusCode, out)
+	res, err := http.Post(svc.URL+"/api/memory/save-messages", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("seeding %s: %w", resource, err)
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		return fmt.Errorf("seeding %s: %d %.300s %v", resource, res.StatusCode, out, err)
+	}
+	return nil
+}
+
+// settle leaves the seeded database as a deployment's would be some time
+// after the histories were imported, so that what is measured is the turns
+// and not the load's aftermath: on SQLite, the recall index's segments
+// merged (FTS5 merges a bulk load's a few pages per later commit) and the
+// write-ahead log copied into the database; on PostgreSQL, the tables
+// vacuumed and analysed, as autovacuum does after a load (the recall
+// index's GIN pending list merged, which every search would read
+// otherwise, and the planner's statistics up to date).
+func settle(b *testing.B, databaseURL string) {
+	b.Helper()
+	ctx := context.Background()
+	if path, ok := strings.CutPrefix(databaseURL, "sqlite://"); ok {
+		db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer db.Close()
+		for _, q := range []string{`INSERT INTO messages_fts (messages_fts) VALUES ('optimize')`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+			if _, err := db.ExecContext(ctx, q); err != nil {
+				b.Fatalf("settling the database: %s: %v", q, err)
+			}
+		}
+		return
+	}
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE threads, messages, message_search`); err != nil {
+		b.Fatalf("settling the database: %v", err)
 	}
 }
 

@@ -12,21 +12,29 @@ import (
 
 const workingMemoryCols = `scope, key, version, resource_id, content, updated_at`
 
-// WorkingMemory implements memory.Knowledge.
+// WorkingMemory implements memory.Knowledge. The read is one row of an
+// index, and like a turn's reads (turn.Begin) it runs to its end instead
+// of being cancellable, which would cost two goroutines; the context is
+// checked after it.
 func (s *Store) WorkingMemory(ctx context.Context, scope, key string) (memory.WorkingMemory, error) {
-	return currentWorkingMemory(ctx, s.db, scope, key)
+	wm, err := currentWorkingMemory(s.stWorkingMemory.QueryRowContext(context.WithoutCancel(ctx), scope, key), scope, key)
+	if err != nil {
+		return memory.WorkingMemory{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return memory.WorkingMemory{}, fmt.Errorf("reading working memory: %w", err)
+	}
+	return wm, nil
 }
 
-// rowQuerier is a *sql.DB or a *sql.Tx.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
+// currentWorkingMemorySQL reads the current version of a scope and key.
+const currentWorkingMemorySQL = `SELECT ` + workingMemoryCols + ` FROM working_memory
+	WHERE scope = ? AND key = ? ORDER BY version DESC LIMIT 1`
 
-// currentWorkingMemory reads the current version of scope and key, Version
-// 0 when there is none.
-func currentWorkingMemory(ctx context.Context, q rowQuerier, scope, key string) (memory.WorkingMemory, error) {
-	wm, err := scanWorkingMemory(q.QueryRowContext(ctx, `SELECT `+workingMemoryCols+` FROM working_memory
-		WHERE scope = ? AND key = ? ORDER BY version DESC LIMIT 1`, scope, key))
+// currentWorkingMemory reads currentWorkingMemorySQL's row r of scope and
+// key: Version 0 when there is none.
+func currentWorkingMemory(r *sql.Row, scope, key string) (memory.WorkingMemory, error) {
+	wm, err := scanWorkingMemory(r)
 	if errors.Is(err, sql.ErrNoRows) {
 		return memory.WorkingMemory{Scope: scope, Key: key}, nil
 	}
@@ -42,7 +50,7 @@ func currentWorkingMemory(ctx context.Context, q rowQuerier, scope, key string) 
 // back its own savepoint, not the group.
 func (s *Store) UpdateWorkingMemory(ctx context.Context, wm memory.WorkingMemory, update memory.WorkingMemoryUpdate) (memory.WorkingMemory, error) {
 	var out memory.WorkingMemory
-	if err := s.writeTx(ctx, updateWorkingMemory(wm, update, &out)); err != nil {
+	if err := s.writeTx(ctx, s.updateWorkingMemory(wm, update, &out)); err != nil {
 		return memory.WorkingMemory{}, err
 	}
 	return out, nil
@@ -50,9 +58,9 @@ func (s *Store) UpdateWorkingMemory(ctx context.Context, wm memory.WorkingMemory
 
 // updateWorkingMemory is UpdateWorkingMemory's write: it sets *out to the
 // version current after it.
-func updateWorkingMemory(wm memory.WorkingMemory, update memory.WorkingMemoryUpdate, out *memory.WorkingMemory) func(ctx context.Context, tx *sql.Tx) error {
+func (s *Store) updateWorkingMemory(wm memory.WorkingMemory, update memory.WorkingMemoryUpdate, out *memory.WorkingMemory) func(ctx context.Context, tx *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
-		cur, err := currentWorkingMemory(ctx, tx, wm.Scope, wm.Key)
+		cur, err := currentWorkingMemory(tx.StmtContext(ctx, s.stWorkingMemory).QueryRowContext(ctx, wm.Scope, wm.Key), wm.Scope, wm.Key)
 		if err != nil {
 			return err
 		}

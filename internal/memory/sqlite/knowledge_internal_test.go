@@ -33,7 +33,7 @@ func TestWorkingMemoryUpdatesInOneGroup(t *testing.T) {
 	}
 	group := make([]*write, len(updates))
 	for i, u := range updates {
-		group[i] = &write{ctx: ctx, done: make(chan error, 1), fn: updateWorkingMemory(wm, u, &outs[i])}
+		group[i] = &write{ctx: ctx, done: make(chan error, 1), fn: s.updateWorkingMemory(wm, u, &outs[i])}
 	}
 	s.commitGroup(group)
 	for i, want := range []error{nil, refused, nil} {

@@ -59,6 +59,9 @@ type Store struct {
 	// SearchVectors's statements (vectors.go).
 	stVectors, stVectorHit *sql.Stmt
 	search                 searchStatements
+	// stWorkingMemory reads the current version of a working memory, which
+	// every turn does (knowledge.go).
+	stWorkingMemory *sql.Stmt
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writes commit in groups, led by one of their writers
@@ -184,6 +187,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stResourceSize, resourceSizeSQL},
 		{&s.stVectors, vectorsSQL},
 		{&s.stVectorHit, vectorHitSQL},
+		{&s.stWorkingMemory, currentWorkingMemorySQL},
 		{&s.stSavepoint, `SAVEPOINT w`},
 		{&s.stRelease, `RELEASE w`},
 		{&s.stRollbackTo, `ROLLBACK TO w`},

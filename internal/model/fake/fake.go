@@ -18,9 +18,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"iter"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -220,11 +220,17 @@ func isSpace(b byte) bool {
 	return b == ' ' || b == '\t' || b == '\n' || b == '\f' || b == '\r'
 }
 
-// CountTokens is len(Tokens(s)) without the allocations.
+// CountTokens is len(Tokens(s)) without the allocations: the number of
+// runs of non-space bytes.
 func CountTokens(s string) int {
 	n := 0
-	for range tokens(s) {
-		n++
+	in := false
+	for i := 0; i < len(s); i++ {
+		space := isSpace(s[i])
+		if !space && !in {
+			n++
+		}
+		in = !space
 	}
 	return n
 }
@@ -285,14 +291,33 @@ func hasTool(tools []model.ToolSpec, name string) bool {
 	return false
 }
 
-// hashHex is a short deterministic id derived from the request and salt.
+// hashHex is a short deterministic id derived from the request and salt:
+// FNV-1a of the instructions, the number of messages and salt, then of
+// each message's role, content and tool call id, each after a NUL.
 func hashHex(req model.Request, salt string) string {
-	h := fnv.New64a()
-	fmt.Fprint(h, req.System, len(req.Messages), salt)
+	h := fnv1a(fnvOffset, req.System)
+	h = fnv1a(h, strconv.Itoa(len(req.Messages)))
+	h = fnv1a(h, salt)
 	for _, m := range req.Messages {
-		fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
+		for _, s := range [...]string{m.Role, m.Content, m.ToolCallID} {
+			h = fnv1a(fnv1a(h, "\x00"), s)
+		}
 	}
-	return fmt.Sprintf("%016x", h.Sum64())
+	return fmt.Sprintf("%016x", h)
+}
+
+// fnvOffset is FNV-1a's 64-bit offset basis.
+const fnvOffset = 14695981039346656037
+
+// fnv1a is the 64-bit FNV-1a hash h (as hash/fnv's New64a computes it)
+// continued over s, which hash/fnv would take as a copy of s's bytes.
+func fnv1a(h uint64, s string) uint64 {
+	const prime = 1099511628211
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= prime
+	}
+	return h
 }
 
 // lastUser is the newest user message of msgs.

@@ -92,26 +92,52 @@ func lastToolCall(msgs []model.Message) string {
 	return msgs[n-1].ToolName
 }
 
-// recallRE finds the first message the user said in a block of recalled
-// messages; recalledFrom reads it.
-var recallRE = regexp.MustCompile(`the user said: ("(?:[^"\\]|\\.)*")`)
+// saidMark opens what the user said in a block of recalled messages: a
+// quoted Go string follows.
+const saidMark = `the user said: "`
 
 // recalledFrom is the first thing the user said that the instructions
-// recall, "" when they recall nothing.
+// recall, "" when they recall nothing. It reads the block by hand: a
+// regular expression over it was half the fake's answer to a turn with
+// memory.
 func recalledFrom(system string) string {
 	_, block, ok := strings.Cut(system, "From earlier conversations with the user")
 	if !ok {
 		return ""
 	}
-	m := recallRE.FindStringSubmatch(block)
-	if m == nil {
-		return ""
+	for {
+		i := strings.Index(block, saidMark)
+		if i < 0 {
+			return ""
+		}
+		block = block[i+len(saidMark)-1:]
+		if n := quotedLen(block); n > 0 {
+			s, err := strconv.Unquote(block[:n])
+			if err != nil {
+				return ""
+			}
+			return s
+		}
+		block = block[1:]
 	}
-	s, err := strconv.Unquote(m[1])
-	if err != nil {
-		return ""
+}
+
+// quotedLen is the length of the double-quoted string that s starts with,
+// its quotes included (a backslash escapes the character after it, except
+// a newline), or 0 when s does not start with one.
+func quotedLen(s string) int {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			if i+1 == len(s) || s[i+1] == '\n' {
+				return 0
+			}
+			i++
+		}
 	}
-	return s
+	return 0
 }
 
 // title makes a conversation's title from its first user message: its

@@ -2,6 +2,10 @@ package fake
 
 import (
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,5 +108,72 @@ func TestRecalledAndTitle(t *testing.T) {
 	}
 	if text.String() != "How do I start my day" {
 		t.Fatalf("the title: %q", text.String())
+	}
+}
+
+// TestRecalledFromAsTheExpression: recalledFrom reads what the regular
+// expression it replaced read (the first quoted string after "the user
+// said: " that closes), on blocks made to trip it.
+func TestRecalledFromAsTheExpression(t *testing.T) {
+	re := regexp.MustCompile(`the user said: ("(?:[^"\\]|\\.)*")`)
+	want := func(system string) string {
+		_, block, ok := strings.Cut(system, "From earlier conversations with the user")
+		if !ok {
+			return ""
+		}
+		m := re.FindStringSubmatch(block)
+		if m == nil {
+			return ""
+		}
+		s, err := strconv.Unquote(m[1])
+		if err != nil {
+			return ""
+		}
+		return s
+	}
+	const head = "From earlier conversations with the user:\n- "
+	for _, system := range []string{
+		"", "no block", head, head + `the user said: "plain"`,
+		head + `the user said: "esc \"q\" and \\ and \u00e9" then the user said: "second"`,
+		head + `the user said: "unterminated`,
+		head + `the user said: "unterminated` + "\n" + `- the user said: "second"`,
+		head + `the user said: "bad \` + "\n" + `escape" - the user said: "after"`,
+		head + `the user said: "ends in \`,
+		head + `the user said: "inner the user said: "x" y"`,
+		head + `the user said: "bad escape \q" - the user said: "ok"`,
+		head + "the user said: \"multi\nline\"",
+		head + "the user said: \"\xff\\\xfe\" - the user said: \"ok\"",
+		head + `you said: "not the user" - the user said: "the user"`,
+		head + `the user said: ""`,
+		head + `the user said:"no space" the user said: "space"`,
+	} {
+		if got, w := recalledFrom(system), want(system); got != w {
+			t.Errorf("recalledFrom(%q) = %q, the expression read %q", system, got, w)
+		}
+	}
+}
+
+// TestHashHexAsBefore: the ids the fake makes are the bytes fmt.Fprint
+// wrote to the hash before, which the golden transcripts hold.
+func TestHashHexAsBefore(t *testing.T) {
+	old := func(req model.Request, salt string) string {
+		h := fnv.New64a()
+		fmt.Fprint(h, req.System, len(req.Messages), salt)
+		for _, m := range req.Messages {
+			fmt.Fprint(h, "\x00", m.Role, "\x00", m.Content, "\x00", m.ToolCallID)
+		}
+		return fmt.Sprintf("%016x", h.Sum64())
+	}
+	for _, req := range []model.Request{
+		{},
+		{System: "sys", Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}},
+		{System: "in friend mode", Messages: []model.Message{{Role: model.RoleUser, Content: "a"}, {Role: model.RoleAssistant, Content: ""},
+			{Role: model.RoleTool, Content: `{"x":1}`, ToolCallID: "call_1"}, {Role: model.RoleUser, Content: "12"}}},
+	} {
+		for _, salt := range []string{"", "response", "call0", "12"} {
+			if got, want := hashHex(req, salt), old(req, salt); got != want {
+				t.Errorf("hashHex(%+v, %q) = %s, want %s", req, salt, got, want)
+			}
+		}
 	}
 }
