@@ -27,6 +27,7 @@ import (
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
 	"github.com/companionhq/companion/internal/limits/redistest"
+	"github.com/companionhq/companion/internal/memory/memorytest"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	"github.com/companionhq/companion/internal/redact"
 )
@@ -71,7 +72,7 @@ func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.C
 	turn := func() error {
 		i := n.Add(1)
 		body := fmt.Sprintf(`{"threadId":"bench-%d","resourceId":%q,"messages":[{"role":"user","content":%q}],"modelSettings":{"maxOutputTokens":64}}`,
-			i, benchResource(int(i%int64(resources))), benchQuestions[i%int64(len(benchQuestions))])
+			i, benchResource(int(i%int64(resources))), memorytest.CompanionQuestions[i%int64(len(memorytest.CompanionQuestions))])
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
@@ -120,10 +121,10 @@ func inParallel(n, limit int, f func(i int) error) error {
 	return errors.Join(errs...)
 }
 
-// The database of benchTurns: benchPool's resources, each seeded with
-// benchHistory messages, each taking benchTurnsEach turns at most.
+// The database of benchTurns: benchPool's resources, each seeded with a
+// history of 1,000 messages (seedMemory), each taking benchTurnsEach turns
+// at most.
 const (
-	benchHistory      = 1000
 	benchTurnsEach    = 50
 	benchMinResources = 64
 )
@@ -133,7 +134,7 @@ const (
 // all in turn.
 func benchPool(n int) int {
 	p := max(benchMinResources, (n+benchTurnsEach-1)/benchTurnsEach)
-	if p%len(benchQuestions) == 0 {
+	if p%len(memorytest.CompanionQuestions) == 0 {
 		p++
 	}
 	return p
@@ -197,15 +198,6 @@ func benchUpstream(b *testing.B, path string) {
 	})
 }
 
-// benchQuestions are what the turns of the benchmarks ask, in turn.
-var benchQuestions = []string{
-	"How do I start my day well?",
-	"Any ideas for a weekend with my dog?",
-	"I feel tired after work lately, what can I do?",
-	"What should I cook for my sister's birthday dinner?",
-	"How can I keep running through the winter?",
-}
-
 // seedPool seeds the resources of a pool of n, a few at once: one at a
 // time, seeding 64 took about 15 seconds of waiting for commits.
 func seedPool(b *testing.B, svc *apptest.Service, n int) {
@@ -215,25 +207,19 @@ func seedPool(b *testing.B, svc *apptest.Service, n int) {
 	}
 }
 
-// seedMemory gives resource a history of benchHistory messages over a
-// tenth as many earlier threads, imported, so that recall searches a
-// resource as a user of some months has one. Every resource's history
-// holds the same messages at the same times, an hour apart.
+// seedMemory gives resource the history of a user of some months
+// (memorytest.CompanionHistory: a thousand messages in a hundred threads,
+// an hour apart from a hundred days ago), imported, so that recall
+// searches a resource as such a user has one. Every resource's history
+// holds the same messages at the same times.
 func seedMemory(svc *apptest.Service, resource string) error {
-	subjects := []string{"my dog Max", "my sister Ana", "the garden", "my new job", "running in the park", "the cello lessons",
-		"our trip to Lisbon", "cooking pasta", "my sleep", "the book club", "my grandmother", "the old car"}
-	verbs := []string{"I keep thinking about", "Yesterday I talked about", "I am worried about", "I loved", "Tell me more about"}
-	msgs := make([]api.SavedMessage, 0, benchHistory)
-	start := time.Now().Add(-100 * 24 * time.Hour)
-	for i := range benchHistory {
-		text := fmt.Sprintf("%s %s, and how it went on day %d of the month.", verbs[i%len(verbs)], subjects[(i*7)%len(subjects)], i%28+1)
-		role := "user"
-		if i%2 == 1 {
-			role, text = "assistant", "That sounds meaningful: "+subjects[(i*5)%len(subjects)]+" matters to you."
+	var msgs []api.SavedMessage
+	for _, th := range memorytest.CompanionHistory(resource, time.Now().Add(-100*24*time.Hour)) {
+		for _, m := range th.Messages {
+			content, _ := json.Marshal(m.Text)
+			msgs = append(msgs, api.SavedMessage{ID: m.ID, ThreadID: th.Thread.ID, ResourceID: resource,
+				Role: m.Role, Content: content, CreatedAt: m.CreatedAt.UTC().Format(time.RFC3339)})
 		}
-		content, _ := json.Marshal(text)
-		msgs = append(msgs, api.SavedMessage{ID: fmt.Sprint(resource, "-seed-", i), ThreadID: fmt.Sprint(resource, "-seed-thread-", i/10), ResourceID: resource,
-			Role: role, Content: content, CreatedAt: start.Add(time.Duration(i) * time.Hour).UTC().Format(time.RFC3339)})
 	}
 	body, _ := json.Marshal(api.SaveMessages{Messages: msgs})
 	res, err := http.Post(svc.URL+"/api/memory/save-messages", "application/json", bytes.NewReader(body))

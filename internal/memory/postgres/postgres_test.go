@@ -53,6 +53,8 @@ func BenchmarkTurn(b *testing.B) { memorytest.BenchTurn(b, harness()) }
 
 func BenchmarkSearch(b *testing.B) { memorytest.BenchSearch(b, harness()) }
 
+func BenchmarkRecall(b *testing.B) { memorytest.BenchRecall(b, harness()) }
+
 func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)

@@ -47,6 +47,8 @@ func BenchmarkTurn(b *testing.B) { memorytest.BenchTurn(b, harness()) }
 
 func BenchmarkSearch(b *testing.B) { memorytest.BenchSearch(b, harness()) }
 
+func BenchmarkRecall(b *testing.B) { memorytest.BenchRecall(b, harness()) }
+
 func TestMigrations(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "companion.db")
