@@ -235,12 +235,17 @@ func (ix *Indexer) pass(ctx context.Context, after *int64) (int, error) {
 	if err != nil || len(us) == 0 {
 		return 0, err
 	}
-	vs, err := ix.embed(ctx, us)
+	var calls []call
+	vs, err := ix.embed(ctx, us, &calls)
 	if err != nil {
 		return 0, err
 	}
 	if err := ix.cfg.Store.PutVectors(ctx, model, vs); err != nil {
 		return 0, err
+	}
+	// Counted once stored: what the metric says is embedded, a search finds.
+	for _, c := range calls {
+		ix.cfg.Observer.Embedded(c.n, c.took)
 	}
 	*after = us[len(us)-1].Pos
 	return len(us), nil
@@ -249,7 +254,7 @@ func (ix *Indexer) pass(ctx context.Context, after *int64) (int, error) {
 // embed returns the vectors of us. A call the provider refuses is split,
 // to find the texts it refuses: those get an empty vector (not asked for
 // again), the others theirs.
-func (ix *Indexer) embed(ctx context.Context, us []memory.Unembedded) ([]memory.MessageVector, error) {
+func (ix *Indexer) embed(ctx context.Context, us []memory.Unembedded, calls *[]call) ([]memory.MessageVector, error) {
 	texts := make([]string, len(us))
 	for i, u := range us {
 		texts[i] = u.Text
@@ -272,22 +277,28 @@ func (ix *Indexer) embed(ctx context.Context, us []memory.Unembedded) ([]memory.
 			return []memory.MessageVector{vectorOf(us[0], nil)}, nil
 		}
 		half := len(us) / 2
-		first, err := ix.embed(ctx, us[:half])
+		first, err := ix.embed(ctx, us[:half], calls)
 		if err != nil {
 			return nil, err
 		}
-		second, err := ix.embed(ctx, us[half:])
+		second, err := ix.embed(ctx, us[half:], calls)
 		if err != nil {
 			return nil, err
 		}
 		return append(first, second...), nil
 	}
-	ix.cfg.Observer.Embedded(len(us), time.Since(started))
+	*calls = append(*calls, call{len(us), time.Since(started)})
 	out := make([]memory.MessageVector, len(us))
 	for i, u := range us {
 		out[i] = vectorOf(u, vecs[i])
 	}
 	return out, nil
+}
+
+// call is a successful embedding call: how many texts, how long.
+type call struct {
+	n    int
+	took time.Duration
 }
 
 func vectorOf(u memory.Unembedded, v []float32) memory.MessageVector {
