@@ -26,7 +26,6 @@ package embed
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -195,28 +194,6 @@ func Cosine(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return (s0 + s1) + (s2 + s3)
-}
-
-// Encode is v as little-endian float32s, 4 bytes each, for a BLOB or a
-// bytea.
-func Encode(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, f := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(f))
-	}
-	return b
-}
-
-// Decode reads a vector Encode wrote.
-func Decode(b []byte) ([]float32, error) {
-	if len(b)%4 != 0 {
-		return nil, fmt.Errorf("embed: a vector of %d bytes: not a whole number of float32s", len(b))
-	}
-	v := make([]float32, len(b)/4)
-	for i := range v {
-		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return v, nil
 }
 
 // normalise scales v to length 1 in place; a zero vector stays zero.
