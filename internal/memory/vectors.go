@@ -138,3 +138,35 @@ func Nearest[K any](q []float32, limit int, next func(yield func(key K, enc []by
 	})
 	return best, err
 }
+
+// MessageKey names a message by its thread and position.
+type MessageKey struct {
+	ThreadID string
+	Seq      int64
+}
+
+// Rows is what both stores' query results offer (database/sql's and
+// pgx's).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// NearestRows is Nearest over rows of (thread_id, seq, vec), as both
+// stores' vector searches read their candidates. The caller closes rows.
+func NearestRows(q []float32, limit int, rows Rows) ([]Scored[MessageKey], error) {
+	return Nearest(q, limit, func(yield func(MessageKey, []byte) bool) error {
+		for rows.Next() {
+			var k MessageKey
+			var enc []byte
+			if err := rows.Scan(&k.ThreadID, &k.Seq, &enc); err != nil {
+				return err
+			}
+			if !yield(k, enc) {
+				break
+			}
+		}
+		return rows.Err()
+	})
+}

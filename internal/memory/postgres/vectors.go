@@ -65,30 +65,14 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 	if q.Limit <= 0 || len(v) == 0 {
 		return nil, nil
 	}
-	type key struct {
-		thread string
-		seq    int64
-	}
 	rows, err := s.pool.Query(ctx, `SELECT thread_id, seq, vec FROM message_vectors
 		WHERE resource_id = $1 AND model = $2 AND $3::text IN ('', thread_id) AND thread_id <> $4
 		ORDER BY id DESC LIMIT $5`, q.ResourceID, model, q.ThreadID, q.ExcludeThreadID, memory.VectorCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
-	best, err := memory.Nearest(v, q.Limit, func(yield func(key, []byte) bool) error {
-		defer rows.Close()
-		for rows.Next() {
-			var k key
-			var enc []byte
-			if err := rows.Scan(&k.thread, &k.seq, &enc); err != nil {
-				return err
-			}
-			if !yield(k, enc) {
-				break
-			}
-		}
-		return rows.Err()
-	})
+	best, err := memory.NearestRows(v, q.Limit, rows)
+	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
@@ -98,7 +82,7 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 	var b pgx.Batch
 	for _, k := range best {
 		b.Queue(`SELECT m.thread_id, t.title, `+messageColsOf("m")+`
-			FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND m.seq = $2`, k.Key.thread, k.Key.seq)
+			FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND m.seq = $2`, k.Key.ThreadID, k.Key.Seq)
 	}
 	var out []memory.SearchResult
 	err = readBatch(s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {

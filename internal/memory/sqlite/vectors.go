@@ -81,35 +81,19 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 	if q.Limit <= 0 || len(v) == 0 {
 		return nil, nil
 	}
-	type key struct {
-		thread string
-		seq    int64
-	}
 	rows, err := s.stVectors.QueryContext(ctx, q.ResourceID, model, q.ThreadID, q.ExcludeThreadID, memory.VectorCandidates)
 	if err != nil {
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
-	best, err := memory.Nearest(v, q.Limit, func(yield func(key, []byte) bool) error {
-		defer rows.Close()
-		for rows.Next() {
-			var k key
-			var enc []byte
-			if err := rows.Scan(&k.thread, &k.seq, &enc); err != nil {
-				return err
-			}
-			if !yield(k, enc) {
-				break
-			}
-		}
-		return rows.Err()
-	})
+	best, err := memory.NearestRows(v, q.Limit, rows)
+	rows.Close()
 	if err != nil {
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
 	out := make([]memory.SearchResult, 0, len(best))
 	for _, b := range best {
 		r := memory.SearchResult{Score: b.Score}
-		m, err := scanMessage(s.stVectorHit.QueryRowContext(ctx, b.Key.thread, b.Key.seq),
+		m, err := scanMessage(s.stVectorHit.QueryRowContext(ctx, b.Key.ThreadID, b.Key.Seq),
 			&r.ThreadID, &r.ThreadTitle)
 		if err == nil {
 			r.Message = m
