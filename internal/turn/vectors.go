@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/companionhq/companion/internal/embed"
@@ -64,7 +65,7 @@ const (
 // embedder, no text, or the call failed (logged: the search goes on by
 // words).
 func (t *Turns) embedQuery(ctx context.Context, text string) []float32 {
-	if t.cfg.Embedder == nil || len(memory.SearchTerms(text)) == 0 && len(text) == 0 {
+	if t.cfg.Embedder == nil || strings.TrimSpace(text) == "" {
 		return nil
 	}
 	ctx, span := t.startSpan(ctx, "embed query")
