@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/MicahParks/jwkset v0.11.4
 	github.com/MicahParks/keyfunc/v3 v3.9.1
+	github.com/blevesearch/snowballstem v0.9.0
 	github.com/cohere-ai/cohere-go/v2 v2.15.3
 	github.com/creack/pty v1.1.24
 	github.com/getkin/kin-openapi v0.152.0

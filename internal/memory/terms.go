@@ -32,6 +32,10 @@ func SearchTerms(text string) []string {
 	return out
 }
 
+// StopWord reports whether w (lower case) is one of the words too common
+// to tell messages apart, which a search does not look for.
+func StopWord(w string) bool { return stopWords[w] }
+
 // stopWords are English words that nearly every message has: searching for
 // them costs a walk of most of the index and tells nothing.
 var stopWords = func() map[string]bool {

@@ -645,6 +645,10 @@ func testEraseResource(t *testing.T, h Harness) {
 			}
 		}
 	}
+	// Searched before: a store that keeps what it searched lets it go.
+	if got := found(search(t, s, memory.SearchQuery{ResourceID: "alice", Text: "garden", Limit: 10})); !strings.Contains(got, "alice-1-1") {
+		t.Fatalf("alice's index before the erasure: found %q", got)
+	}
 	e, err := s.EraseResource(ctx, "alice")
 	if want := (memory.Erased{Threads: 2, Messages: 3, WorkingMemories: 2, UsageRows: 3}); err != nil || e != want {
 		t.Fatalf("erasing alice: %+v, %v; want %+v", e, err, want)

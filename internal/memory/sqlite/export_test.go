@@ -10,3 +10,7 @@ const KnownSQL = knownSQL
 func (s *Store) DB() *sql.DB { return s.db }
 
 var ResourceSizeSQL = resourceSizeSQL
+
+// ForgetRecall drops the recall index held of resourceID, as a delete of
+// one of its threads does.
+func (s *Store) ForgetRecall(resourceID string) { s.recall.Dropped(resourceID) }

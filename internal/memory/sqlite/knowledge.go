@@ -121,8 +121,9 @@ func scanWorkingMemory(r scanner) (memory.WorkingMemory, error) {
 func (s *Store) Import(ctx context.Context, threads []memory.ImportThread, check memory.ImportCheck) (int, error) {
 	threads = memory.MergeImport(threads)
 	stored := 0
+	var as []appended
 	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		stored = 0
+		stored, as = 0, nil
 		plans := make([]importPlan, len(threads))
 		for i, it := range threads {
 			p, err := s.planImport(ctx, tx, it)
@@ -144,9 +145,11 @@ func (s *Store) Import(ctx context.Context, threads []memory.ImportThread, check
 			if len(p.fresh) == 0 {
 				continue
 			}
-			if _, _, err := s.appendTx(ctx, tx, p.thread.ID, p.fresh); err != nil {
+			a, err := s.appendTx(ctx, tx, p.thread.ID, p.fresh)
+			if err != nil {
 				return err
 			}
+			as = append(as, a)
 			stored += len(p.fresh)
 		}
 		return nil
@@ -154,6 +157,7 @@ func (s *Store) Import(ctx context.Context, threads []memory.ImportThread, check
 	if err != nil {
 		return 0, err
 	}
+	s.indexed(as...)
 	return stored, nil
 }
 
@@ -262,5 +266,6 @@ func (s *Store) EraseResource(ctx context.Context, resourceID string) (memory.Er
 	if err != nil {
 		return memory.Erased{}, fmt.Errorf("erasing resource %q: %w", resourceID, err)
 	}
+	s.recall.Dropped(resourceID)
 	return e, nil
 }

@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/memory/bm25"
 )
 
 // The recall index is messages_fts (migration 0006): a contentless FTS5
@@ -74,15 +77,27 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	// A history of up to SearchExactMessages messages is ranked whole,
-	// by bm25: what a word weighs, how often a message says it, how long
-	// the message is. A longer one reads its bounded share.
+	// A history of up to SearchExactMessages messages is ranked whole, by
+	// BM25, in process (searchIndex). A longer one reads its bounded share
+	// of the full-text index.
+	if x := s.recall.Cached(q.ResourceID); x != nil {
+		if x.Len() <= memory.SearchExactMessages {
+			return s.searchIndex(ctx, q, terms, x)
+		}
+		s.recall.Dropped(q.ResourceID)
+	}
 	var size int64
 	if err := s.stResourceSize.QueryRowContext(ctx, q.ResourceID).Scan(&size); err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
 	if size <= memory.SearchExactMessages {
-		return s.searchExact(ctx, q, terms)
+		x, err := s.recall.Get(ctx, q.ResourceID, func(ctx context.Context) ([]bm25.Doc, error) {
+			return s.history(ctx, q.ResourceID)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("searching: %w", err)
+		}
+		return s.searchIndex(ctx, q, terms, x)
 	}
 	token := resourceToken(q.ResourceID)
 	countStmt, hitStmt, err := s.search.statements(ctx, s.db, len(terms))
@@ -159,18 +174,139 @@ func (s *Store) results(ctx context.Context, rows *sql.Rows, context int) ([]mem
 	return out, nil
 }
 
-// Around implements memory.Knowledge: a prepared statement a result (an
-// in-process read of a few pages each).
+// Around implements memory.Knowledge: from the recall index of the
+// results' resource when it is held, else in one statement for up to
+// batchSize results.
 func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
+	var rest []memory.SearchResult
+	var at []int
 	for i := range rs {
 		r := &rs[i]
-		msgs, err := scanMessages(s.stAround.QueryContext(ctx, r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n)))
-		if err != nil {
-			return err
+		if x := s.recall.ForThread(r.ThreadID); x != nil {
+			if msgs, ok := x.Around(r.ThreadID, r.Message.Seq, n); ok {
+				memory.SetAround(r, msgs)
+				continue
+			}
 		}
-		memory.SetAround(r, msgs)
+		rest, at = append(rest, *r), append(at, i)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	if err := s.around(ctx, rest, n); err != nil {
+		return err
+	}
+	for j, i := range at {
+		rs[i].Before, rs[i].After = rest[j].Before, rest[j].After
 	}
 	return nil
+}
+
+// around is Around from the database.
+func (s *Store) around(ctx context.Context, rs []memory.SearchResult, n int) error {
+	for len(rs) > 0 {
+		part := rs[:min(len(rs), batchSize)]
+		rs = rs[len(part):]
+		st, err := s.batches.around(ctx, s.db, len(part))
+		if err != nil {
+			return fmt.Errorf("reading messages: %w", err)
+		}
+		args := make([]any, 0, 3*len(part))
+		for _, r := range part {
+			args = append(args, r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n))
+		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return fmt.Errorf("reading messages: %w", err)
+		}
+		byResult := make([][]memory.Message, len(part))
+		for rows.Next() {
+			var i int
+			m, err := scanSearchMessage(rows, &i)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			byResult[i] = append(byResult[i], m)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("reading messages: %w", err)
+		}
+		for i := range part {
+			memory.SetAround(&part[i], byResult[i])
+		}
+	}
+	return nil
+}
+
+// searchMessageCols are the columns of a message that a search shows: all
+// but its model messages, which neither recall nor the search route reads.
+const searchMessageCols = `seq, id, role, text, pending, run_id, created_at`
+
+// scanSearchMessage reads the columns of more, then a message's
+// (searchMessageCols).
+func scanSearchMessage(r scanner, more ...any) (memory.Message, error) {
+	var m memory.Message
+	var created int64
+	if err := r.Scan(append(more, &m.Seq, &m.ID, &m.Role, &m.Text, &m.Pending, &m.RunID, &created)...); err != nil {
+		return m, fmt.Errorf("reading a message: %w", err)
+	}
+	m.CreatedAt = time.UnixMicro(created).UTC()
+	return m, nil
+}
+
+// batchSize is the most titles or ranges of messages one statement of
+// batchStatements reads.
+const batchSize = 32
+
+// batchStatements read several threads' titles, or ranges of messages,
+// at once, prepared once for each number of them: a statement each cost a
+// recall of a dozen results most of its time.
+type batchStatements struct {
+	mu             sync.Mutex
+	titled, ranges map[int]*sql.Stmt
+}
+
+// titles is the statement that reads the titles of n threads: it takes
+// their ids and returns each one's id and title.
+func (bs *batchStatements) titles(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
+	return bs.prepare(ctx, db, &bs.titled, n, func(b *strings.Builder) {
+		b.WriteString(`SELECT id, title FROM threads WHERE id IN (?` + strings.Repeat(`, ?`, n-1) + `)`)
+	})
+}
+
+// around is the statement that reads n ranges of messages: it takes each
+// one's thread, first and last seq, and returns its index among them and
+// its messages (searchMessageCols), in order.
+func (bs *batchStatements) around(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
+	return bs.prepare(ctx, db, &bs.ranges, n, func(b *strings.Builder) {
+		for i := range n {
+			if i > 0 {
+				b.WriteString(` UNION ALL `)
+			}
+			fmt.Fprintf(b, `SELECT * FROM (SELECT %d, %s FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq)`, i, searchMessageCols)
+		}
+	})
+}
+
+func (bs *batchStatements) prepare(ctx context.Context, db *sql.DB, m *map[int]*sql.Stmt, n int, write func(*strings.Builder)) (*sql.Stmt, error) {
+	bs.mu.Lock()
+	defer bs.mu.Unlock()
+	if *m == nil {
+		*m = map[int]*sql.Stmt{}
+	}
+	if st := (*m)[n]; st != nil {
+		return st, nil
+	}
+	var b strings.Builder
+	write(&b)
+	st, err := db.PrepareContext(ctx, b.String())
+	if err != nil {
+		return nil, err
+	}
+	(*m)[n] = st
+	return st, nil
 }
 
 // prefixed is cols (a list of columns) with each column qualified by p.
@@ -244,29 +380,115 @@ func (ss *searchStatements) statements(ctx context.Context, db *sql.DB, n int) (
 	return ss.counts[n], ss.hits[n], nil
 }
 
-// matchAny is the FTS5 query for the messages of the resource whose token
-// is token that hold any of terms, in their text or near. Each term is
-// quoted: SearchTerms made it letters and digits, and quoted it cannot be
-// read as an operator (AND, NOT, NEAR) either.
-func matchAny(token string, terms []string) string {
-	quoted := make([]string, len(terms))
-	for i, t := range terms {
-		quoted[i] = `"` + t + `"`
+// historySQL reads every message of resource ?1 for its recall index, in
+// no order (the index needs none, and sorting them cost a third of the
+// read).
+const historySQL = `SELECT m.rowid, m.thread_id, m.seq, m.id, m.role, m.text, m.created_at
+	FROM threads t JOIN messages m ON m.thread_id = t.id
+	WHERE t.resource_id = ?`
+
+// history is every message of resourceID as its recall index takes them:
+// what a search shows of them (not their runs).
+func (s *Store) history(ctx context.Context, resourceID string) ([]bm25.Doc, error) {
+	rows, err := s.stHistory.QueryContext(ctx, resourceID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the history: %w", err)
 	}
-	return `res:"` + token + `" AND {text near}:(` + strings.Join(quoted, " OR ") + `)`
+	defer rows.Close()
+	var docs []bm25.Doc
+	// A history's messages share a few threads and two roles: each string
+	// is made once (the driver's bytes are read in place).
+	interned := map[string]string{}
+	intern := func(b sql.RawBytes) string {
+		if v, ok := interned[string(b)]; ok {
+			return v
+		}
+		v := string(b)
+		interned[v] = v
+		return v
+	}
+	var thread, role sql.RawBytes
+	for rows.Next() {
+		var d bm25.Doc
+		var created int64
+		m := &d.Message
+		if err := rows.Scan(&d.Row, &thread, &m.Seq, &m.ID, &role, &m.Text, &created); err != nil {
+			return nil, fmt.Errorf("reading the history: %w", err)
+		}
+		d.ThreadID, m.Role = intern(thread), intern(role)
+		m.CreatedAt = time.UnixMicro(created).UTC()
+		docs = append(docs, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the history: %w", err)
+	}
+	return docs, nil
 }
 
-// searchExact ranks every message of the resource that holds a word of
-// terms by bm25, the message's own text weighing 1 and its neighbours'
-// NearWeight.
-func (s *Store) searchExact(ctx context.Context, q memory.SearchQuery, terms []string) ([]memory.SearchResult, error) {
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT m.thread_id, t.title, -bm25(messages_fts, 0, 1.0, %g) AS score, %s
-		FROM messages_fts f JOIN messages m ON m.rowid = f.rowid JOIN threads t ON t.id = m.thread_id
-		WHERE messages_fts MATCH ?1 AND (?2 = '' OR m.thread_id = ?2) AND m.thread_id <> ?3
-		ORDER BY score DESC, f.rowid DESC LIMIT ?4`, memory.NearWeight, prefixed("m.", messageCols)),
-		matchAny(resourceToken(q.ResourceID), terms), q.ThreadID, q.ExcludeThreadID, q.Limit)
+// searchIndex ranks the resource's history by its recall index, which
+// holds what a search shows of each message, and reads the titles of the
+// threads found.
+func (s *Store) searchIndex(ctx context.Context, q memory.SearchQuery, terms []string, x *bm25.Index) ([]memory.SearchResult, error) {
+	hits := x.Search(bm25.Query{Words: terms, ThreadID: q.ThreadID, ExcludeThreadID: q.ExcludeThreadID,
+		Limit: q.Limit, NearWeight: memory.NearWeight})
+	out := make([]memory.SearchResult, len(hits))
+	var threads []string
+	for i, h := range hits {
+		out[i] = memory.SearchResult{ThreadID: h.ThreadID, Message: h.Message, Score: h.Score}
+		if !slices.Contains(threads, h.ThreadID) {
+			threads = append(threads, h.ThreadID)
+		}
+	}
+	titles, err := s.titles(ctx, threads)
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
-	return s.results(ctx, rows, q.Context)
+	kept := out[:0]
+	for _, r := range out {
+		// A thread deleted since it was ranked is left out.
+		if title, ok := titles[r.ThreadID]; ok {
+			r.ThreadTitle = title
+			kept = append(kept, r)
+		}
+	}
+	if q.Context > 0 && len(kept) > 0 {
+		if err := s.Around(ctx, kept, q.Context); err != nil {
+			return nil, err
+		}
+	}
+	return kept, nil
+}
+
+// titles reads the titles of threads, batchSize in a statement.
+func (s *Store) titles(ctx context.Context, threads []string) (map[string]string, error) {
+	out := make(map[string]string, len(threads))
+	for len(threads) > 0 {
+		part := threads[:min(len(threads), batchSize)]
+		threads = threads[len(part):]
+		st, err := s.batches.titles(ctx, s.db, len(part))
+		if err != nil {
+			return nil, err
+		}
+		args := make([]any, len(part))
+		for i, th := range part {
+			args[i] = th
+		}
+		rows, err := st.QueryContext(ctx, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id, title string
+			if err := rows.Scan(&id, &title); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = title
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -25,6 +25,7 @@ import (
 	_ "modernc.org/sqlite" // the database/sql driver "sqlite"
 
 	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/memory/bm25"
 	"github.com/companionhq/companion/internal/memory/locks"
 	"github.com/companionhq/companion/internal/memory/migrate"
 )
@@ -50,12 +51,18 @@ type Store struct {
 	// The statements of a turn, prepared once: SQLite would parse each
 	// again on every use.
 	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stIndex, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
-	// Search's statements (search.go): the messages around a result, and
-	// those of a search of n words, prepared on first use.
-	stAround *sql.Stmt
+	// Search's statements (search.go) of a search of n words, prepared on
+	// first use.
 	// stResourceSize tells Search whether a resource's history is short
-	// enough to rank whole (resourceSizeSQL).
-	stResourceSize *sql.Stmt
+	// enough to rank whole (resourceSizeSQL); stHistory reads it whole for
+	// its recall index.
+	stResourceSize, stHistory *sql.Stmt
+	// The statements that read the messages a search found, and those
+	// around them (search.go).
+	batches batchStatements
+	// recall holds the recall indexes of the resources searched lately
+	// (search.go), told of every message stored and deleted once committed.
+	recall *bm25.Cache
 	// SearchVectors's statements (vectors.go).
 	stVectors, stVectorHit *sql.Stmt
 	search                 searchStatements
@@ -93,6 +100,11 @@ type logOptions struct {
 	limit int64
 	every time.Duration
 }
+
+// MmapSize is how much of the database file is read through a memory map
+// (the rest through read calls): address space, not memory; the system's
+// page cache holds what is read.
+const MmapSize = 1 << 30
 
 // MaxConns bounds the connections to the file: requests beyond it wait for
 // one (each holds a file descriptor, and SQLite writes one at a time).
@@ -135,6 +147,11 @@ func open(ctx context.Context, path string, lo logOptions) (*Store, error) {
 	// A commit after the log was started over cuts its file back to the
 	// limit (restartLog).
 	q.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", lo.limit))
+	// Reads of the database file go through a memory map, shared by the
+	// connections, instead of a read call a page into each connection's own
+	// small cache: recall reads a user's old messages, a few pages each
+	// seldom read, and those calls were most of its cost.
+	q.Add("_pragma", fmt.Sprintf("mmap_size(%d)", MmapSize))
 	q.Set("_txlock", "immediate")
 	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
 	if err != nil {
@@ -143,7 +160,7 @@ func open(ctx context.Context, path string, lo logOptions) (*Store, error) {
 	db.SetMaxOpenConns(MaxConns)
 	// Idle connections keep their prepared statements.
 	db.SetMaxIdleConns(MaxConns)
-	s := &Store{db: db, log: lo}
+	s := &Store{db: db, log: lo, recall: bm25.NewCache(0)}
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrating %s: %w", path, err)
@@ -183,8 +200,8 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stThreadUsage, `INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
 		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
-		{&s.stAround, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq`},
 		{&s.stResourceSize, resourceSizeSQL},
+		{&s.stHistory, historySQL},
 		{&s.stVectors, vectorsSQL},
 		{&s.stVectorHit, vectorHitSQL},
 		{&s.stWorkingMemory, currentWorkingMemorySQL},
@@ -619,9 +636,9 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	if exists && len(msgs) == 0 {
 		return cur, nil, nil
 	}
-	var out []memory.Message
+	var a appended
 	err = t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		out = nil
+		a = appended{}
 		if !exists {
 			res, err := t.insertThread(ctx, tx, th, meta)
 			if err != nil {
@@ -635,14 +652,13 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			return nil
 		}
 		var err error
-		var owner string
-		out, owner, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		a, err = t.s.appendTx(ctx, tx, t.id, msgs)
 		switch {
 		case errors.Is(err, memory.ErrNotFound):
 			return errChanged // deleted meanwhile, by another process
 		case err != nil:
 			return err
-		case out[0].Seq-1 != lastSeq, owner != cur.ResourceID:
+		case a.msgs[0].Seq-1 != lastSeq, a.owner != cur.ResourceID:
 			return errChanged // appended to, or deleted and created again, by another process
 		}
 		return nil
@@ -653,7 +669,8 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 	if err != nil {
 		return cur, nil, err
 	}
-	return cur, out, nil
+	t.s.indexed(a)
+	return cur, a.msgs, nil
 }
 
 // asIs gives reads the store's statements as they are, outside a
@@ -696,9 +713,9 @@ func (t *turn) insertThread(ctx context.Context, tx *sql.Tx, th memory.Thread, m
 // beginInOne is Begin in one write's transaction: reads and writes.
 func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMessage, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
 	cur := th
-	var out []memory.Message
+	var a appended
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		out = nil
+		a = appended{}
 		if _, err := t.insertThread(ctx, tx, th, meta); err != nil {
 			return err
 		}
@@ -714,13 +731,14 @@ func (t *turn) beginInOne(ctx context.Context, th memory.Thread, meta json.RawMe
 		if err != nil || len(msgs) == 0 {
 			return err
 		}
-		out, _, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		a, err = t.s.appendTx(ctx, tx, t.id, msgs)
 		return err
 	})
 	if err != nil {
 		return cur, nil, err
 	}
-	return cur, out, nil
+	t.s.indexed(a)
+	return cur, a.msgs, nil
 }
 
 func (t *turn) Tail(ctx context.Context, n int) ([]memory.Message, error) {
@@ -737,27 +755,29 @@ func (t *turn) Append(ctx context.Context, msgs []memory.Message) ([]memory.Mess
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	var out []memory.Message
+	var a appended
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
-		out, _, err = t.s.appendTx(ctx, tx, t.id, msgs)
+		a, err = t.s.appendTx(ctx, tx, t.id, msgs)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	t.s.indexed(a)
+	return a.msgs, nil
 }
 
 func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage) ([]memory.Message, memory.Message, error) {
-	var answered, stored []memory.Message
+	var answered []memory.Message
+	var stored appended
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		var err error
 		answered, err = scanMessages(tx.StmtContext(ctx, t.s.stAnswer).QueryContext(ctx, t.id))
 		if err != nil {
 			return fmt.Errorf("marking messages answered: %w", err)
 		}
-		if stored, _, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
+		if stored, err = t.s.appendTx(ctx, tx, t.id, []memory.Message{reply}); err != nil {
 			return err
 		}
 		if u.Counts() {
@@ -768,12 +788,20 @@ func (t *turn) Answer(ctx context.Context, reply memory.Message, u memory.Usage)
 	if err != nil {
 		return nil, memory.Message{}, fmt.Errorf("storing the reply: %w", err)
 	}
+	t.s.indexed(stored)
 	slices.SortFunc(answered, func(a, b memory.Message) int { return cmp.Compare(a.Seq, b.Seq) })
-	return answered, stored[0], nil
+	return answered, stored.msgs[0], nil
 }
 
 func (t *turn) Delete(ctx context.Context) error {
+	var owner string
 	err := t.s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		owner = ""
+		switch err := tx.QueryRowContext(ctx, `SELECT resource_id FROM threads WHERE id = ?`, t.id).Scan(&owner); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM working_memory WHERE scope = ? AND key = ?`, memory.ScopeThread, t.id); err != nil {
 			return err
 		}
@@ -786,13 +814,30 @@ func (t *turn) Delete(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("deleting thread %q: %w", t.id, err)
 	}
+	t.s.recall.Dropped(owner)
 	return nil
+}
+
+// appended is what appendTx stored: the messages as stored, the thread's
+// owner, and the messages as the recall cache takes them once committed
+// (s.recall.Added).
+type appended struct {
+	msgs  []memory.Message
+	owner string
+	docs  []bm25.Doc
+}
+
+// indexed tells the recall cache of what the writes a were committed.
+func (s *Store) indexed(as ...appended) {
+	for _, a := range as {
+		s.recall.Added(a.owner, a.docs)
+	}
 }
 
 // appendTx numbers msgs after the thread's last message, inserts them and
 // indexes them for search (indexSQL); it returns them as stored, and the
 // thread's owner.
-func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) ([]memory.Message, string, error) {
+func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs []memory.Message) (appended, error) {
 	var latest, size int64
 	for _, m := range msgs {
 		latest = max(latest, memory.AsStored(m.CreatedAt).UnixMicro())
@@ -802,26 +847,32 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 	var owner string
 	err := tx.StmtContext(ctx, s.stNumber).QueryRowContext(ctx, len(msgs), latest, size, threadID).Scan(&last, &owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
+		return appended{}, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("numbering messages: %w", err)
+		return appended{}, fmt.Errorf("numbering messages: %w", err)
 	}
 	stmt := tx.StmtContext(ctx, s.stInsertMessage)
-	out := make([]memory.Message, len(msgs))
+	a := appended{msgs: make([]memory.Message, len(msgs)), owner: owner, docs: make([]bm25.Doc, len(msgs))}
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
 		m.CreatedAt = memory.AsStored(m.CreatedAt)
-		if _, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt.UnixMicro()); err != nil {
-			return nil, "", fmt.Errorf("storing message %q: %w", m.ID, err)
+		res, err := stmt.ExecContext(ctx, threadID, m.Seq, m.ID, m.Role, m.Text, string(m.Model), m.Pending, m.RunID, m.CreatedAt.UnixMicro())
+		if err != nil {
+			return appended{}, fmt.Errorf("storing message %q: %w", m.ID, err)
 		}
-		out[i] = m
+		row, err := res.LastInsertId()
+		if err != nil {
+			return appended{}, fmt.Errorf("storing message %q: %w", m.ID, err)
+		}
+		a.msgs[i] = m
+		a.docs[i] = bm25.Doc{Row: row, ThreadID: threadID, Message: m}
 	}
 	if _, err := tx.StmtContext(ctx, s.stIndex).ExecContext(ctx, resourceToken(owner), threadID, first-1, last); err != nil {
-		return nil, "", fmt.Errorf("indexing messages: %w", err)
+		return appended{}, fmt.Errorf("indexing messages: %w", err)
 	}
-	return out, owner, nil
+	return a, nil
 }
 
 type scanner interface{ Scan(dest ...any) error }

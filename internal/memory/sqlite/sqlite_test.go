@@ -275,3 +275,28 @@ func TestResourceSize(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRecallCold is BenchmarkRecall's search of a user whose recall
+// index the store does not hold: its first search since the process began
+// (or since the cache let it go), which reads the user's history whole and
+// indexes it.
+func BenchmarkRecallCold(b *testing.B) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "companion.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Import(ctx, memorytest.CompanionHistory("u0", time.Now().Add(-100*24*time.Hour)), func(memory.Thread, []memory.Message) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	harness().Settle(b, s)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.ForgetRecall("u0")
+		q := memorytest.CompanionQuestions[i%len(memorytest.CompanionQuestions)]
+		if _, err := s.Search(ctx, memory.SearchQuery{ResourceID: "u0", Text: q, ExcludeThreadID: "new", Limit: 12}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
