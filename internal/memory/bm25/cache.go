@@ -34,9 +34,15 @@ type entry struct {
 	index   *Index        // nil while loading
 	loaded  chan struct{} // closed once loaded (or failed)
 	stale   bool          // dropped while loading: not to be kept
-	pending []Doc         // added while loading
+	pending  []Doc         // added while loading
+	retitles []retitle     // titles set while loading
 	size    int           // messages counted in held
 	elem    *list.Element
+}
+
+type retitle struct {
+	thread, text string
+	version      uint64
 }
 
 // NewCache holds the indexes of max messages at most (0:
@@ -122,7 +128,10 @@ func (c *Cache) Get(ctx context.Context, key string, load func(context.Context) 
 			return x, nil
 		}
 		x.Add(e.pending...)
-		e.index, e.pending = x, nil
+		for _, r := range e.retitles {
+			x.Retitle(r.thread, r.text, r.version)
+		}
+		e.index, e.pending, e.retitles = x, nil, nil
 		e.size = x.Len()
 		c.entries[key] = e
 		e.elem = c.lru.PushFront(e)
@@ -155,6 +164,24 @@ func (c *Cache) Added(key string, docs []Doc) {
 		c.held += n - e.size
 		e.size = n
 		c.evict()
+	}
+}
+
+// Retitled tells the cache that the write of version v left thread's title
+// text (committed): Index.Retitle.
+func (c *Cache) Retitled(thread, text string, v uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byThread[thread]; e != nil {
+		e.index.Retitle(thread, text, v)
+		return
+	}
+	// A resource being loaded: the thread may be one of it; the title goes
+	// with what is added while loading.
+	for _, e := range c.entries {
+		if e.index == nil {
+			e.retitles = append(e.retitles, retitle{thread, text, v})
+		}
 	}
 }
 

@@ -27,14 +27,19 @@ type Doc struct {
 	Row      int64
 	ThreadID string
 	Message  memory.Message
+	// ThreadTitle is the thread's title as of the write that stored the
+	// message, Version's (see Retitle); a thread the index holds keeps
+	// the title of the highest version it was told.
+	ThreadTitle string
+	Version     uint64
 }
 
 // Hit is a message that matched a search, with its score.
 type Hit struct {
-	Row      int64
-	ThreadID string
-	Message  memory.Message
-	Score    float64
+	Row                   int64
+	ThreadID, ThreadTitle string
+	Message               memory.Message
+	Score                 float64
 }
 
 // Ranking constants: SQLite's bm25 and the PostgreSQL store's (k1 1.2,
@@ -53,7 +58,14 @@ type Index struct {
 	posting [][]int32        // term → the docs whose text holds it
 	docs    []doc
 	threads map[string][]int32 // thread → its docs by seq-1; -1 where none
+	titles  map[string]title   // thread → its title
 	lenSum  int64              // the sum of the docs' lengths
+}
+
+// title is a thread's title as a write left it, and that write's version.
+type title struct {
+	text    string
+	version uint64
 }
 
 type doc struct {
@@ -74,7 +86,7 @@ func New(stems *Stemmer) *Index {
 	if stems == nil {
 		stems = NewStemmer(0)
 	}
-	return &Index{stems: stems, terms: map[string]int32{}, threads: map[string][]int32{}}
+	return &Index{stems: stems, terms: map[string]int32{}, threads: map[string][]int32{}, titles: map[string]title{}}
 }
 
 // Len is how many messages the index holds.
@@ -93,6 +105,7 @@ func (x *Index) Add(docs ...Doc) {
 	var touched []int32
 	var buf []int32
 	for _, d := range docs {
+		x.retitle(d.ThreadID, d.ThreadTitle, d.Version)
 		seq := d.Message.Seq
 		if seq < 1 || x.at(d.ThreadID, seq) >= 0 {
 			continue
@@ -141,6 +154,23 @@ func (x *Index) at(thread string, seq int64) int32 {
 		return -1
 	}
 	return th[seq-1]
+}
+
+// Retitle tells the index that the write of version v (a number that grows
+// with the order in which the store's writes ran) left thread's title
+// text: it takes it unless told of a later write already.
+func (x *Index) Retitle(thread, text string, v uint64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if _, ok := x.threads[thread]; ok {
+		x.retitle(thread, text, v)
+	}
+}
+
+func (x *Index) retitle(thread, text string, v uint64) {
+	if t, ok := x.titles[thread]; !ok || v > t.version {
+		x.titles[thread] = title{text, v}
+	}
 }
 
 // Around is the messages of thread from seq-n to seq+n that the index
@@ -309,7 +339,7 @@ func (x *Index) Search(q Query) []Hit {
 		if (q.ThreadID != "" && d.thread != q.ThreadID) || d.thread == q.ExcludeThreadID {
 			continue
 		}
-		h := Hit{Row: d.row, ThreadID: d.thread, Message: d.msg, Score: sc.score[i]}
+		h := Hit{Row: d.row, ThreadID: d.thread, ThreadTitle: x.titles[d.thread].text, Message: d.msg, Score: sc.score[i]}
 		if len(hits) == q.Limit && !better(h, hits[len(hits)-1]) {
 			continue
 		}

@@ -26,6 +26,7 @@ func runKnowledge(t *testing.T, h Harness) {
 	t.Run("ImportAddsWhatIsNew", func(t *testing.T) { t.Parallel(); testImport(t, h) })
 	t.Run("ImportIsCheckedBeforeItWrites", func(t *testing.T) { t.Parallel(); testImportCheck(t, h) })
 	t.Run("SetTitleIfEmpty", func(t *testing.T) { t.Parallel(); testSetTitleIfEmpty(t, h) })
+	t.Run("SearchShowsTitlesAsSet", func(t *testing.T) { t.Parallel(); testSearchTitles(t, h) })
 	t.Run("EraseResource", func(t *testing.T) { t.Parallel(); testEraseResource(t, h) })
 	runVectors(t, h)
 }
@@ -697,6 +698,51 @@ func testEraseResource(t *testing.T, h Harness) {
 	seedThread(t, s, "alice-1", "carol", "", "Fresh start.")
 	if got := found(search(t, s, memory.SearchQuery{ResourceID: "carol", Text: "garden fresh", Limit: 10})); got != "alice-1-1" {
 		t.Fatalf("a new thread of an erased one's id: found %q", got)
+	}
+}
+
+// testSearchTitles: a search shows its threads' titles as they are now,
+// however they were set since the last search.
+func testSearchTitles(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.open(t)
+	seedThread(t, s, "t", "r", "", "My first cello lesson.")
+	title := func() string {
+		t.Helper()
+		rs := search(t, s, memory.SearchQuery{ResourceID: "r", Text: "cello", Limit: 1})
+		if len(rs) != 1 {
+			t.Fatalf("found %q", found(rs))
+		}
+		return rs[0].ThreadTitle
+	}
+	if got := title(); got != "" {
+		t.Fatalf("title %q, want none", got)
+	}
+	if set, err := s.SetTitleIfEmpty(ctx, "t", "Music", base); err != nil || !set {
+		t.Fatalf("SetTitleIfEmpty: %v %v", set, err)
+	}
+	if got := title(); got != "Music" {
+		t.Fatalf("after SetTitleIfEmpty: title %q", got)
+	}
+	rename := "Cello"
+	if _, err := s.UpdateThread(ctx, "t", "r", &rename, nil, base); err != nil {
+		t.Fatal(err)
+	}
+	if got := title(); got != "Cello" {
+		t.Fatalf("after a rename: title %q", got)
+	}
+	if _, err := s.UpdateThread(ctx, "t", "r", nil, json.RawMessage(`{"a":1}`), base); err != nil {
+		t.Fatal(err)
+	}
+	if got := title(); got != "Cello" {
+		t.Fatalf("after a change of metadata: title %q", got)
+	}
+	// A new message in the thread keeps the title.
+	turn := lock(t, s, "t")
+	appendMsgs(t, turn, msg("x", "user", "The cello again.", 5))
+	turn.Unlock()
+	if got := title(); got != "Cello" {
+		t.Fatalf("after an append: title %q", got)
 	}
 }
 

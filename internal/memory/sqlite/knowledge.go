@@ -196,6 +196,7 @@ func (s *Store) planImport(ctx context.Context, tx *sql.Tx, it memory.ImportThre
 // SetTitleIfEmpty implements memory.Knowledge.
 func (s *Store) SetTitleIfEmpty(ctx context.Context, id, title string, now time.Time) (bool, error) {
 	set := false
+	var v uint64
 	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE threads SET title = ? WHERE id = ? AND title = ''`, title, id)
 		if err != nil {
@@ -203,10 +204,14 @@ func (s *Store) SetTitleIfEmpty(ctx context.Context, id, title string, now time.
 		}
 		n, err := res.RowsAffected()
 		set = n == 1
+		v = s.version.Add(1)
 		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("setting the title of thread %q: %w", id, err)
+	}
+	if set {
+		s.recall.Retitled(id, title, v)
 	}
 	return set, nil
 }

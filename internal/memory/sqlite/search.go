@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -256,24 +255,16 @@ func scanSearchMessage(r scanner, more ...any) (memory.Message, error) {
 	return m, nil
 }
 
-// batchSize is the most titles or ranges of messages one statement of
+// batchSize is the most ranges of messages one statement of
 // batchStatements reads.
 const batchSize = 32
 
-// batchStatements read several threads' titles, or ranges of messages,
-// at once, prepared once for each number of them: a statement each cost a
-// recall of a dozen results most of its time.
+// batchStatements read several ranges of messages at once, prepared once
+// for each number of them: a statement each cost a recall most of its
+// time.
 type batchStatements struct {
-	mu             sync.Mutex
-	titled, ranges map[int]*sql.Stmt
-}
-
-// titles is the statement that reads the titles of n threads: it takes
-// their ids and returns each one's id and title.
-func (bs *batchStatements) titles(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
-	return bs.prepare(ctx, db, &bs.titled, n, func(b *strings.Builder) {
-		b.WriteString(`SELECT id, title FROM threads WHERE id IN (?` + strings.Repeat(`, ?`, n-1) + `)`)
-	})
+	mu     sync.Mutex
+	ranges map[int]*sql.Stmt
 }
 
 // around is the statement that reads n ranges of messages: it takes each
@@ -383,13 +374,15 @@ func (ss *searchStatements) statements(ctx context.Context, db *sql.DB, n int) (
 // historySQL reads every message of resource ?1 for its recall index, in
 // no order (the index needs none, and sorting them cost a third of the
 // read).
-const historySQL = `SELECT m.rowid, m.thread_id, m.seq, m.id, m.role, m.text, m.created_at
+const historySQL = `SELECT m.rowid, m.thread_id, t.title, m.seq, m.id, m.role, m.text, m.created_at
 	FROM threads t JOIN messages m ON m.thread_id = t.id
 	WHERE t.resource_id = ?`
 
 // history is every message of resourceID as its recall index takes them:
 // what a search shows of them (not their runs).
 func (s *Store) history(ctx context.Context, resourceID string) ([]bm25.Doc, error) {
+	// Every write up to this version committed before the read begins.
+	v := s.committedVersion.Load()
 	rows, err := s.stHistory.QueryContext(ctx, resourceID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the history: %w", err)
@@ -407,15 +400,15 @@ func (s *Store) history(ctx context.Context, resourceID string) ([]bm25.Doc, err
 		interned[v] = v
 		return v
 	}
-	var thread, role sql.RawBytes
+	var thread, title, role sql.RawBytes
 	for rows.Next() {
-		var d bm25.Doc
+		d := bm25.Doc{Version: v}
 		var created int64
 		m := &d.Message
-		if err := rows.Scan(&d.Row, &thread, &m.Seq, &m.ID, &role, &m.Text, &created); err != nil {
+		if err := rows.Scan(&d.Row, &thread, &title, &m.Seq, &m.ID, &role, &m.Text, &created); err != nil {
 			return nil, fmt.Errorf("reading the history: %w", err)
 		}
-		d.ThreadID, m.Role = intern(thread), intern(role)
+		d.ThreadID, d.ThreadTitle, m.Role = intern(thread), intern(title), intern(role)
 		m.CreatedAt = time.UnixMicro(created).UTC()
 		docs = append(docs, d)
 	}
@@ -426,67 +419,16 @@ func (s *Store) history(ctx context.Context, resourceID string) ([]bm25.Doc, err
 }
 
 // searchIndex ranks the resource's history by its recall index, which
-// holds what a search shows of each message, and reads the titles of the
-// threads found.
+// holds what a search shows of each message and its thread's title.
 func (s *Store) searchIndex(ctx context.Context, q memory.SearchQuery, terms []string, x *bm25.Index) ([]memory.SearchResult, error) {
 	hits := x.Search(bm25.Query{Words: terms, ThreadID: q.ThreadID, ExcludeThreadID: q.ExcludeThreadID,
 		Limit: q.Limit, NearWeight: memory.NearWeight})
 	out := make([]memory.SearchResult, len(hits))
-	var threads []string
 	for i, h := range hits {
-		out[i] = memory.SearchResult{ThreadID: h.ThreadID, Message: h.Message, Score: h.Score}
-		if !slices.Contains(threads, h.ThreadID) {
-			threads = append(threads, h.ThreadID)
-		}
+		out[i] = memory.SearchResult{ThreadID: h.ThreadID, ThreadTitle: h.ThreadTitle, Message: h.Message, Score: h.Score}
 	}
-	titles, err := s.titles(ctx, threads)
-	if err != nil {
-		return nil, fmt.Errorf("searching: %w", err)
-	}
-	kept := out[:0]
-	for _, r := range out {
-		// A thread deleted since it was ranked is left out.
-		if title, ok := titles[r.ThreadID]; ok {
-			r.ThreadTitle = title
-			kept = append(kept, r)
-		}
-	}
-	if q.Context > 0 && len(kept) > 0 {
-		if err := s.Around(ctx, kept, q.Context); err != nil {
-			return nil, err
-		}
-	}
-	return kept, nil
-}
-
-// titles reads the titles of threads, batchSize in a statement.
-func (s *Store) titles(ctx context.Context, threads []string) (map[string]string, error) {
-	out := make(map[string]string, len(threads))
-	for len(threads) > 0 {
-		part := threads[:min(len(threads), batchSize)]
-		threads = threads[len(part):]
-		st, err := s.batches.titles(ctx, s.db, len(part))
-		if err != nil {
-			return nil, err
-		}
-		args := make([]any, len(part))
-		for i, th := range part {
-			args[i] = th
-		}
-		rows, err := st.QueryContext(ctx, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id, title string
-			if err := rows.Scan(&id, &title); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[id] = title
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+	if q.Context > 0 && len(out) > 0 {
+		if err := s.Around(ctx, out, q.Context); err != nil {
 			return nil, err
 		}
 	}

@@ -61,8 +61,14 @@ type Store struct {
 	// around them (search.go).
 	batches batchStatements
 	// recall holds the recall indexes of the resources searched lately
-	// (search.go), told of every message stored and deleted once committed.
-	recall *bm25.Cache
+	// (search.go), told of every message stored and deleted, and every
+	// title set, once committed. A write that stores messages or sets a
+	// title takes the next version as it runs (the writes run one at a
+	// time, in the order they commit in); committedVersion is the highest
+	// of those committed, so that a history read after it holds every
+	// write of a version up to it.
+	recall                    *bm25.Cache
+	version, committedVersion atomic.Uint64
 	// SearchVectors's statements (vectors.go).
 	stVectors, stVectorHit *sql.Stmt
 	search                 searchStatements
@@ -191,7 +197,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stInsertThread, `INSERT INTO threads (id, resource_id, title, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING`},
 		{&s.stTail, `SELECT ` + messageCols + ` FROM messages WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`},
 		{&s.stKnown, knownSQL},
-		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq, resource_id`},
+		{&s.stNumber, `UPDATE threads SET last_seq = last_seq + ?, updated_at = max(updated_at, ?), bytes = bytes + ? WHERE id = ? RETURNING last_seq, resource_id, title`},
 		{&s.stInsertMessage, `INSERT INTO messages (thread_id, seq, id, role, text, model, pending, run_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.stIndex, indexSQL},
 		{&s.stAnswer, `UPDATE messages SET pending = 0 WHERE thread_id = ? AND pending = 1 RETURNING ` + messageCols},
@@ -501,8 +507,20 @@ func (s *Store) UpdateThread(ctx context.Context, id, resourceID string, title *
 	if metadata != nil {
 		meta = string(metadata)
 	}
-	return scanThread(s.db.QueryRowContext(ctx, `UPDATE threads SET title = coalesce(?, title), metadata = coalesce(?, metadata), updated_at = ?
-		WHERE id = ? AND resource_id = ? RETURNING `+threadCols, title, meta, memory.AsStored(now).UnixMicro(), id, resourceID))
+	var th memory.Thread
+	var v uint64
+	err := s.writeTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		th, err = scanThread(tx.QueryRowContext(ctx, `UPDATE threads SET title = coalesce(?, title), metadata = coalesce(?, metadata), updated_at = ?
+			WHERE id = ? AND resource_id = ? RETURNING `+threadCols, title, meta, memory.AsStored(now).UnixMicro(), id, resourceID))
+		v = s.version.Add(1)
+		return err
+	})
+	if err != nil {
+		return th, err
+	}
+	s.recall.Retitled(id, th.Title, v)
+	return th, nil
 }
 
 const messageCols = `seq, id, role, text, model, pending, run_id, created_at`
@@ -844,8 +862,8 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 		size += m.Size()
 	}
 	var last int64
-	var owner string
-	err := tx.StmtContext(ctx, s.stNumber).QueryRowContext(ctx, len(msgs), latest, size, threadID).Scan(&last, &owner)
+	var owner, title string
+	err := tx.StmtContext(ctx, s.stNumber).QueryRowContext(ctx, len(msgs), latest, size, threadID).Scan(&last, &owner, &title)
 	if errors.Is(err, sql.ErrNoRows) {
 		return appended{}, fmt.Errorf("thread %q: %w", threadID, memory.ErrNotFound)
 	}
@@ -854,6 +872,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 	}
 	stmt := tx.StmtContext(ctx, s.stInsertMessage)
 	a := appended{msgs: make([]memory.Message, len(msgs)), owner: owner, docs: make([]bm25.Doc, len(msgs))}
+	v := s.version.Add(1)
 	first := last - int64(len(msgs)) + 1
 	for i, m := range msgs {
 		m.Seq = first + int64(i)
@@ -867,7 +886,7 @@ func (s *Store) appendTx(ctx context.Context, tx *sql.Tx, threadID string, msgs 
 			return appended{}, fmt.Errorf("storing message %q: %w", m.ID, err)
 		}
 		a.msgs[i] = m
-		a.docs[i] = bm25.Doc{Row: row, ThreadID: threadID, Message: m}
+		a.docs[i] = bm25.Doc{Row: row, ThreadID: threadID, Message: m, ThreadTitle: title, Version: v}
 	}
 	if _, err := tx.StmtContext(ctx, s.stIndex).ExecContext(ctx, resourceToken(owner), threadID, first-1, last); err != nil {
 		return appended{}, fmt.Errorf("indexing messages: %w", err)

@@ -180,6 +180,9 @@ func (s *Store) commitGroup(group []*write) {
 		if err := tx.Commit(); err != nil {
 			return err
 		}
+		// The group's writes ran one after the other, after every earlier
+		// group's: all the versions given so far are committed.
+		s.committedVersion.Store(s.version.Load())
 		select {
 		case s.committed <- struct{}{}:
 		default: // the checkpointer has one to see to already
