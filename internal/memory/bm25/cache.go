@@ -30,14 +30,14 @@ type Cache struct {
 
 // entry is one resource's index, or its loading.
 type entry struct {
-	key     string
-	index   *Index        // nil while loading
-	loaded  chan struct{} // closed once loaded (or failed)
-	stale   bool          // dropped while loading: not to be kept
+	key      string
+	index    *Index        // nil while loading
+	loaded   chan struct{} // closed once loaded (or failed)
+	stale    bool          // dropped while loading: not to be kept
 	pending  []Doc         // added while loading
 	retitles []retitle     // titles set while loading
-	size    int           // messages counted in held
-	elem    *list.Element
+	size     int           // messages counted in held
+	elem     *list.Element
 }
 
 type retitle struct {
