@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,45 +137,61 @@ func lastUserText(msgs []agent.Message) string {
 // maxBytes; "" when none does. A message shown already, as a result or as
 // one's context, is not shown again.
 func recallBlock(results []memory.SearchResult, now time.Time, maxBytes int) string {
-	var b strings.Builder
+	// One buffer: an entry is written after what fits, and cut off again
+	// when it does not fit.
+	b := make([]byte, 0, min(maxBytes, 4096))
+	b = append(b, RecallHeading...)
 	shown := map[string]bool{}
 	key := func(thread string, m memory.Message) string { return thread + "\x00" + m.ID }
+	line := func(b []byte, lead string, role string, text string) []byte {
+		b = append(b, lead...)
+		b = append(b, saidBy(role)...)
+		b = append(b, ": "...)
+		return strconv.AppendQuote(b, oneLine(text))
+	}
+	any := false
 	for _, r := range results {
 		if shown[key(r.ThreadID, r.Message)] {
 			continue
 		}
-		var e strings.Builder
-		fmt.Fprintf(&e, "\n- On %s (%s)", r.Message.CreatedAt.UTC().Format("2 January 2006"), ago(now, r.Message.CreatedAt))
+		start := len(b)
+		b = append(b, "\n- On "...)
+		b = r.Message.CreatedAt.UTC().AppendFormat(b, "2 January 2006")
+		b = append(b, " ("...)
+		b = append(b, ago(now, r.Message.CreatedAt)...)
+		b = append(b, ')')
 		if r.ThreadTitle != "" {
-			fmt.Fprintf(&e, `, in the conversation %q`, r.ThreadTitle)
+			b = append(b, ", in the conversation "...)
+			b = strconv.AppendQuote(b, r.ThreadTitle)
 		}
-		fmt.Fprintf(&e, ", %s: %q", saidBy(r.Message.Role), oneLine(r.Message.Text))
+		b = line(b, ", ", r.Message.Role, r.Message.Text)
 		var around []memory.Message
 		for _, m := range r.Before {
 			if !shown[key(r.ThreadID, m)] {
-				fmt.Fprintf(&e, "\n  Just before, %s: %q", saidBy(m.Role), oneLine(m.Text))
+				b = line(b, "\n  Just before, ", m.Role, m.Text)
 				around = append(around, m)
 			}
 		}
 		for _, m := range r.After {
 			if !shown[key(r.ThreadID, m)] {
-				fmt.Fprintf(&e, "\n  Just after, %s: %q", saidBy(m.Role), oneLine(m.Text))
+				b = line(b, "\n  Just after, ", m.Role, m.Text)
 				around = append(around, m)
 			}
 		}
-		if b.Len()+len(RecallHeading)+e.Len() > maxBytes {
+		if len(b) > maxBytes {
+			b = b[:start]
 			break
 		}
-		b.WriteString(e.String())
+		any = true
 		shown[key(r.ThreadID, r.Message)] = true
 		for _, m := range around {
 			shown[key(r.ThreadID, m)] = true
 		}
 	}
-	if b.Len() == 0 {
+	if !any {
 		return ""
 	}
-	return RecallHeading + b.String()
+	return string(b)
 }
 
 func saidBy(role string) string {
