@@ -1,9 +1,11 @@
 package bm25
 
 import (
+	"cmp"
 	"container/list"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -104,6 +106,9 @@ func (c *Cache) Get(ctx context.Context, key string, load func(context.Context) 
 		docs, err := load(ctx)
 		var x *Index
 		if err == nil {
+			// In the order they were stored: a long history's search
+			// takes the last the index took as the recent ones.
+			slices.SortFunc(docs, func(a, b Doc) int { return cmp.Compare(a.Row, b.Row) })
 			x = New(c.stems)
 			x.Add(docs...)
 		}
@@ -199,6 +204,18 @@ func (c *Cache) Dropped(key string) {
 		c.remove(e)
 	}
 }
+
+// Loading reports whether the index of key is being loaded.
+func (c *Cache) Loading(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[key]
+	return e != nil && e.index == nil
+}
+
+// Max is how many messages the cache holds the indexes of at most (it
+// keeps the index it took last, whatever its size).
+func (c *Cache) Max() int { return c.max }
 
 // Held is how many messages the indexes held hold.
 func (c *Cache) Held() int {

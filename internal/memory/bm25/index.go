@@ -268,13 +268,25 @@ type Query struct {
 }
 
 // Search ranks the messages that hold a word of q, in their text or their
-// neighbours', best first; among equals the newest first. A word weighs
-// ln((N - n + 0.5) / (n + 0.5)) (1e-6 at least), n being how many of the
-// N messages hold it; a message f = 1 if its text holds it, plus
-// NearWeight if its neighbours' do; its score, the sum over the words of
-// weight * f * (k1 + 1) / (f + k1 * (1 - b + b * length / mean length)),
-// its length being the distinct words of its text and neighbours' (and
-// one for the resource, as the PostgreSQL store's documents hold).
+// neighbours', best first; among equals the newest first.
+//
+// A history of up to memory.SearchExactMessages messages is ranked whole,
+// by BM25: a word weighs ln((N - n + 0.5) / (n + 0.5)) (1e-6 at least), n
+// being how many of the N messages hold it; a message f = 1 if its text
+// holds it, plus NearWeight if its neighbours' do; its score, the sum over
+// the words of weight * f * (k1 + 1) / (f + k1 * (1 - b + b * length /
+// mean length)), its length being the distinct words of its text and
+// neighbours' (and one for the resource, as the PostgreSQL store's
+// documents hold).
+//
+// A longer one is searched in its bounded share, as memory's rank.go
+// says: its SearchRecentMessages newest messages (the last the index
+// took) for every word, and for a word rare among them the
+// SearchOlderMatches newest older messages whose text holds it and
+// their neighbours; a message scores, for each word, its
+// SearchWordWeight if its text holds it, NearWeight of that if its
+// neighbours' do. The work is bounded by what the recent messages hold,
+// whatever the history's length.
 func (x *Index) Search(q Query) []Hit {
 	if q.Limit <= 0 || len(q.Words) == 0 {
 		return nil
@@ -282,78 +294,168 @@ func (x *Index) Search(q Query) []Hit {
 	q.Words = q.Words[:min(len(q.Words), MaxWords)]
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	n := float64(len(x.docs))
-	if n == 0 {
+	if len(x.docs) == 0 {
 		return nil
 	}
-	avg := float64(x.lenSum) / n
 	sc := scratchPool.Get().(*scratch)
 	defer scratchPool.Put(sc)
 	sc.reset(len(x.docs))
-	var seen []int32
+	var terms []int32
 	for _, w := range q.Words {
 		s := x.stems.Stem(strings.ToLower(w))
-		t, ok := x.terms[s]
-		if s == "" || !ok || slices.Contains(seen, t) {
+		if t, ok := x.terms[s]; s != "" && ok && !slices.Contains(terms, t) {
+			terms = append(terms, t)
+		}
+	}
+	if len(x.docs) <= memory.SearchExactMessages {
+		x.whole(sc, terms, q.NearWeight)
+	} else {
+		x.share(sc, terms, q.NearWeight)
+	}
+	// The best Limit, kept in order as they come: a search finds hundreds
+	// of messages and keeps a few.
+	better := func(i, j int32) bool {
+		return sc.score[i] > sc.score[j] || (sc.score[i] == sc.score[j] && x.docs[i].row > x.docs[j].row)
+	}
+	best := make([]int32, 0, q.Limit)
+	for _, i := range sc.touched {
+		if len(best) == q.Limit && !better(i, best[len(best)-1]) {
 			continue
 		}
-		seen = append(seen, t)
+		d := &x.docs[i]
+		if (q.ThreadID != "" && d.thread != q.ThreadID) || d.thread == q.ExcludeThreadID {
+			continue
+		}
+		at := len(best)
+		for at > 0 && better(i, best[at-1]) {
+			at--
+		}
+		if len(best) < q.Limit {
+			best = append(best, 0)
+		}
+		copy(best[at+1:], best[at:len(best)-1])
+		best[at] = i
+	}
+	hits := make([]Hit, len(best))
+	for k, i := range best {
+		d := &x.docs[i]
+		hits[k] = Hit{Row: d.row, ThreadID: d.thread, ThreadTitle: x.titles[d.thread].text, Message: d.msg, Score: sc.score[i]}
+	}
+	return hits
+}
+
+// whole scores every message that holds a word of terms by BM25 (Search).
+func (x *Index) whole(sc *scratch, terms []int32, nearWeight float64) {
+	n := float64(len(x.docs))
+	avg := float64(x.lenSum) / n
+	for _, t := range terms {
 		// f by doc for this word: 1 for its text, NearWeight for its
 		// neighbours', each once.
 		sc.word++
 		found := sc.found[:0]
 		for _, i := range x.posting[t] {
-			sc.stamp[i], sc.f[i] = sc.word, 1
-			found = append(found, i)
+			found = sc.mark(found, i, 1)
 		}
 		for _, i := range x.posting[t] {
 			d := &x.docs[i]
-			for _, j := range [2]int32{d.prev, d.next} {
-				switch {
-				case j < 0:
-				case sc.stamp[j] != sc.word:
-					sc.stamp[j], sc.f[j] = sc.word, q.NearWeight
-					found = append(found, j)
-				case sc.f[j] == 1: // its text holds the word, and now its neighbours'
-					sc.f[j] += q.NearWeight
-				}
-			}
+			found = sc.markNear(sc.markNear(found, d.prev, nearWeight), d.next, nearWeight)
 		}
 		sc.found = found
 		idf := max(1e-6, math.Log((n-float64(len(found))+0.5)/(float64(len(found))+0.5)))
 		for _, i := range found {
 			f := sc.f[i]
-			if !sc.scored[i] {
-				sc.scored[i] = true
-				sc.touched = append(sc.touched, i)
+			sc.add(i, idf*f*(k1+1)/(f+k1*(1-b+b*float64(x.docs[i].length)/avg)))
+		}
+	}
+}
+
+// share scores the bounded share of a long history (Search).
+func (x *Index) share(sc *scratch, terms []int32, nearWeight float64) {
+	start := int32(len(x.docs) - memory.SearchRecentMessages)
+	// The recent messages whose neighbour is an older one (a thread that
+	// goes on across the bound): their near is that neighbour's text.
+	var edge []int32
+	for i := start; i < int32(len(x.docs)); i++ {
+		if d := &x.docs[i]; (d.prev >= 0 && d.prev < start) || (d.next >= 0 && d.next < start) {
+			edge = append(edge, i)
+		}
+	}
+	holds := func(i, t int32) bool {
+		if i < 0 {
+			return false
+		}
+		_, ok := slices.BinarySearch(x.docs[i].terms, t)
+		return ok
+	}
+	for _, t := range terms {
+		p := x.posting[t]
+		k, _ := slices.BinarySearch(p, start)
+		recent := p[k:]
+		rare := memory.SearchRare(len(recent))
+		var older []int32
+		if rare {
+			older = p[max(0, k-memory.SearchOlderMatches):k]
+		}
+		sc.word++
+		found := sc.found[:0]
+		for _, l := range [2][]int32{recent, older} {
+			for _, i := range l {
+				found = sc.mark(found, i, 1)
 			}
-			sc.score[i] += idf * f * (k1 + 1) / (f + k1*(1-b+b*float64(x.docs[i].length)/avg))
+		}
+		for _, l := range [2][]int32{recent, older} {
+			for _, i := range l {
+				d := &x.docs[i]
+				for _, j := range [2]int32{d.prev, d.next} {
+					if j >= start || (rare && j >= 0) {
+						found = sc.markNear(found, j, nearWeight)
+					}
+				}
+			}
+		}
+		for _, i := range edge {
+			if d := &x.docs[i]; (d.prev < start && holds(d.prev, t)) || (d.next < start && holds(d.next, t)) {
+				found = sc.markNear(found, i, nearWeight)
+			}
+		}
+		sc.found = found
+		w := memory.SearchWordWeight(len(recent))
+		for _, i := range found {
+			sc.add(i, w*sc.f[i])
 		}
 	}
-	// The best Limit, kept in order as they come: a search finds hundreds
-	// of messages and keeps a few.
-	better := func(a, b Hit) bool { return a.Score > b.Score || (a.Score == b.Score && a.Row > b.Row) }
-	hits := make([]Hit, 0, q.Limit)
-	for _, i := range sc.touched {
-		d := &x.docs[i]
-		if (q.ThreadID != "" && d.thread != q.ThreadID) || d.thread == q.ExcludeThreadID {
-			continue
-		}
-		h := Hit{Row: d.row, ThreadID: d.thread, ThreadTitle: x.titles[d.thread].text, Message: d.msg, Score: sc.score[i]}
-		if len(hits) == q.Limit && !better(h, hits[len(hits)-1]) {
-			continue
-		}
-		at := len(hits)
-		for at > 0 && better(h, hits[at-1]) {
-			at--
-		}
-		if len(hits) < q.Limit {
-			hits = append(hits, Hit{})
-		}
-		copy(hits[at+1:], hits[at:len(hits)-1])
-		hits[at] = h
+}
+
+// mark gives doc i f for the word being scored, once, adding it to found.
+func (sc *scratch) mark(found []int32, i int32, f float64) []int32 {
+	if sc.stamp[i] != sc.word {
+		sc.stamp[i], sc.f[i] = sc.word, f
+		return append(found, i)
 	}
-	return hits
+	return found
+}
+
+// markNear marks doc i (none when -1) as holding the word being scored in
+// its neighbours' text, once.
+func (sc *scratch) markNear(found []int32, i int32, nearWeight float64) []int32 {
+	switch {
+	case i < 0:
+	case sc.stamp[i] != sc.word:
+		sc.stamp[i], sc.f[i] = sc.word, nearWeight
+		found = append(found, i)
+	case sc.f[i] == 1: // its text holds the word, and now its neighbours'
+		sc.f[i] += nearWeight
+	}
+	return found
+}
+
+// add adds v to doc i's score.
+func (sc *scratch) add(i int32, v float64) {
+	if !sc.scored[i] {
+		sc.scored[i] = true
+		sc.touched = append(sc.touched, i)
+	}
+	sc.score[i] += v
 }
 
 // scratch is what a search works in, reused: per doc, the word's f and

@@ -29,17 +29,9 @@ const indexSQL = `INSERT OR REPLACE INTO messages_fts (rowid, res, text, near)
 		coalesce((SELECT n.text FROM messages n WHERE n.thread_id = m.thread_id AND n.seq = m.seq + 1), '')
 	FROM messages m WHERE m.thread_id = ?2 AND m.seq BETWEEN ?3 AND ?4`
 
-// resourceSizeSQL is the number of messages of resource ?1 when it is at
-// most memory.SearchExactMessages, or a larger number, reading a bounded
-// number of its threads when it is longer: the sum of its first 64
-// threads' sizes when it has fewer or they are past the bound already;
-// else, over its threads oldest first, the first running sum past the
-// bound (the sum of all when none is). Summing every thread cost a search
-// of 100,000 messages (some 1,400 threads) a fifth of a millisecond.
-var resourceSizeSQL = fmt.Sprintf(`SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > %[1]d THEN coalesce(sum(last_seq), 0)
-		ELSE coalesce((SELECT run FROM (SELECT sum(last_seq) OVER (ORDER BY created_at, id ROWS UNBOUNDED PRECEDING) AS run
-			FROM threads WHERE resource_id = ?1) WHERE run > %[1]d LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = ?1)) END
-	FROM (SELECT last_seq FROM threads WHERE resource_id = ?1 LIMIT 64)`, memory.SearchExactMessages)
+// resourceMessagesSQL is the number of messages of resource ?1: the sum
+// of its threads' last seqs (a thread's seqs run from 1 without gaps).
+const resourceMessagesSQL = `SELECT coalesce(sum(last_seq), 0) FROM threads WHERE resource_id = ?`
 
 // resourceToken is the one token the index's res column holds for the
 // messages of resourceID's threads, as migration 0006 computes it: 'r',
@@ -76,27 +68,36 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	// A history of up to SearchExactMessages messages is ranked whole, by
-	// BM25, in process (searchIndex). A longer one reads its bounded share
-	// of the full-text index.
+	// A history the recall cache holds is searched in process
+	// (searchIndex), as rank.go says. One of up to SearchExactMessages
+	// messages is read into it first (a few milliseconds); a longer one
+	// the cache can hold is read in the background (a second at 100,000
+	// messages), meanwhile searched in the full-text index, its bounded
+	// share; one longer than that, always there.
 	if x := s.recall.Cached(q.ResourceID); x != nil {
-		if x.Len() <= memory.SearchExactMessages {
-			return s.searchIndex(ctx, q, terms, x)
-		}
-		s.recall.Dropped(q.ResourceID)
+		return s.searchIndex(ctx, q, terms, x)
 	}
 	var size int64
-	if err := s.stResourceSize.QueryRowContext(ctx, q.ResourceID).Scan(&size); err != nil {
+	if err := s.stResourceMessages.QueryRowContext(ctx, q.ResourceID).Scan(&size); err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
-	if size <= memory.SearchExactMessages {
-		x, err := s.recall.Get(ctx, q.ResourceID, func(ctx context.Context) ([]bm25.Doc, error) {
-			return s.history(ctx, q.ResourceID)
-		})
+	load := func(ctx context.Context) ([]bm25.Doc, error) { return s.history(ctx, q.ResourceID) }
+	switch {
+	case size <= memory.SearchExactMessages:
+		x, err := s.recall.Get(ctx, q.ResourceID, load)
 		if err != nil {
 			return nil, fmt.Errorf("searching: %w", err)
 		}
 		return s.searchIndex(ctx, q, terms, x)
+	case size <= int64(s.recall.Max()) && !s.recall.Loading(q.ResourceID):
+		s.loadMu.Lock()
+		if s.loads.Err() == nil { // not closed
+			s.loading.Go(func() {
+				// A failed load is tried again by a later search.
+				_, _ = s.recall.Get(s.loads, q.ResourceID, load)
+			})
+		}
+		s.loadMu.Unlock()
 	}
 	token := resourceToken(q.ResourceID)
 	countStmt, hitStmt, err := s.search.statements(ctx, s.db, len(terms))

@@ -53,10 +53,10 @@ type Store struct {
 	stThread, stThreadSeq, stInsertThread, stTail, stKnown, stNumber, stInsertMessage, stIndex, stAnswer, stUsage, stThreadUsage, stTokens *sql.Stmt
 	// Search's statements (search.go) of a search of n words, prepared on
 	// first use.
-	// stResourceSize tells Search whether a resource's history is short
-	// enough to rank whole (resourceSizeSQL); stHistory reads it whole for
-	// its recall index.
-	stResourceSize, stHistory *sql.Stmt
+	// stResourceMessages tells Search whether the recall cache can hold a
+	// resource's history (resourceMessagesSQL); stHistory reads it whole
+	// for its recall index.
+	stResourceMessages, stHistory *sql.Stmt
 	// The statements that read the messages a search found, and those
 	// around them (search.go).
 	batches batchStatements
@@ -69,6 +69,13 @@ type Store struct {
 	// write of a version up to it.
 	recall                    *bm25.Cache
 	version, committedVersion atomic.Uint64
+	// loading counts the recall indexes of long histories being read in
+	// the background (search.go), for Close; loads is their context,
+	// cancelled at Close.
+	loadMu      sync.Mutex
+	loading     sync.WaitGroup
+	loads       context.Context
+	cancelLoads context.CancelFunc
 	// SearchVectors's statements (vectors.go).
 	stVectors, stVectorHit *sql.Stmt
 	search                 searchStatements
@@ -167,6 +174,7 @@ func open(ctx context.Context, path string, lo logOptions) (*Store, error) {
 	// Idle connections keep their prepared statements.
 	db.SetMaxIdleConns(MaxConns)
 	s := &Store{db: db, log: lo, recall: bm25.NewCache(0)}
+	s.loads, s.cancelLoads = context.WithCancel(context.Background())
 	if err := s.migrateRetrying(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: migrating %s: %w", path, err)
@@ -206,7 +214,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stThreadUsage, `INSERT INTO thread_usage (resource_id, day, thread_id, tokens, cost) VALUES (?, ?, ?, ?, ?)
 			ON CONFLICT (resource_id, day, thread_id) DO UPDATE SET tokens = tokens + excluded.tokens, cost = cost + excluded.cost`},
 		{&s.stTokens, `SELECT tokens, cost FROM usage WHERE resource_id = ? AND day = ?`},
-		{&s.stResourceSize, resourceSizeSQL},
+		{&s.stResourceMessages, resourceMessagesSQL},
 		{&s.stHistory, historySQL},
 		{&s.stVectors, vectorsSQL},
 		{&s.stVectorHit, vectorHitSQL},
@@ -319,6 +327,12 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 // Close implements memory.Store: it refuses new writes, waits for those
 // queued to commit and for the checkpointer, then closes the file.
 func (s *Store) Close() error {
+	if s.cancelLoads != nil {
+		s.loadMu.Lock()
+		s.cancelLoads()
+		s.loadMu.Unlock()
+		s.loading.Wait()
+	}
 	if s.closing != nil {
 		s.wmu.Lock()
 		first := !s.closed

@@ -41,6 +41,25 @@ func harness() memorytest.Harness {
 
 func TestStore(t *testing.T) { memorytest.Run(t, harness()) }
 
+// TestStoreFullText runs the suite with a recall cache that holds no long
+// history: a history longer than memory.SearchExactMessages is searched in
+// the full-text index, its bounded share.
+func TestStoreFullText(t *testing.T) {
+	h := harness()
+	fresh := h.Fresh
+	h.Fresh = func(t testing.TB) func(ctx context.Context) (memory.Store, error) {
+		open := fresh(t)
+		return func(ctx context.Context) (memory.Store, error) {
+			s, err := open(ctx)
+			if err == nil {
+				s.(*sqlite.Store).HoldRecall(1)
+			}
+			return s, err
+		}
+	}
+	memorytest.Run(t, h)
+}
+
 func BenchmarkHistory(b *testing.B) { memorytest.BenchHistory(b, harness()) }
 
 func BenchmarkTurn(b *testing.B) { memorytest.BenchTurn(b, harness()) }
@@ -241,41 +260,6 @@ func TestSearchOutlastsVacuum(t *testing.T) {
 	}
 }
 
-// TestResourceSize: the size Search decides by is exact up to
-// memory.SearchExactMessages and past it when the history is longer,
-// whether the first threads hold the bound or many small ones do; other
-// resources' threads do not count.
-func TestResourceSize(t *testing.T) {
-	ctx := context.Background()
-	bound := int64(memory.SearchExactMessages)
-	for _, c := range []struct {
-		threads, size int
-		want          func(int64) bool
-	}{
-		{10, 5, func(n int64) bool { return n == 50 }},
-		{100, 10, func(n int64) bool { return n == 1000 }},    // past 64 threads, within the bound
-		{100, 30, func(n int64) bool { return n > bound }},    // past 64 threads and the bound
-		{30, 100, func(n int64) bool { return n == 3000 }},    // the bound within 64 threads
-		{70, 40, func(n int64) bool { return n > bound }},     // the bound within the first 64
-		{2000, 1, func(n int64) bool { return n == bound }},   // the bound itself, in many threads
-		{2001, 1, func(n int64) bool { return n == bound+1 }}, // one past it
-	} {
-		s := openStore(t)
-		if _, err := s.DB().ExecContext(ctx, `WITH RECURSIVE i (value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM i WHERE value < ?2)
-			INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
-			SELECT r || value, r, value, value, ?1 FROM i, (SELECT 'mine' AS r UNION ALL SELECT 'other')`, c.size, c.threads); err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		if err := s.DB().QueryRowContext(ctx, sqlite.ResourceSizeSQL, "mine").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if !c.want(n) {
-			t.Errorf("%d threads of %d messages: size %d", c.threads, c.size, n)
-		}
-	}
-}
-
 // BenchmarkRecallCold is BenchmarkRecall's search of a user whose recall
 // index the store does not hold: its first search since the process began
 // (or since the cache let it go), which reads the user's history whole and
@@ -298,5 +282,43 @@ func BenchmarkRecallCold(b *testing.B) {
 		if _, err := s.Search(ctx, memory.SearchQuery{ResourceID: "u0", Text: q, ExcludeThreadID: "new", Limit: 12}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestLongHistoryIndexedInBackground: the first search of a history longer
+// than memory.SearchExactMessages is answered from the full-text index
+// while the history is read into the recall index; the later ones from
+// that, alike.
+func TestLongHistoryIndexedInBackground(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	history := memorytest.History("long", memory.SearchExactMessages+500, 1)
+	history[0].Messages[0].Text = "The zeppelin flew over the old harbour."
+	if _, err := s.Import(ctx, history, func(memory.Thread, []memory.Message) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	search := func() []string {
+		t.Helper()
+		rs, err := s.Search(ctx, memory.SearchQuery{ResourceID: "long", Text: "zeppelin", Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range rs {
+			ids = append(ids, r.Message.ID)
+		}
+		return ids
+	}
+	first := search()
+	if len(first) == 0 || first[0] != history[0].Messages[0].ID {
+		t.Fatalf("the first search found %v", first)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !s.RecallHeld("long"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the history was not indexed in the background")
+		}
+	}
+	if got := search(); strings.Join(got, " ") != strings.Join(first, " ") {
+		t.Fatalf("from the recall index: found %v, from the full-text index %v", got, first)
 	}
 }
