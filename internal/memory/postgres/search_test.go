@@ -1,0 +1,89 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/memory/memorytest"
+	"github.com/companionhq/companion/internal/memory/postgres"
+	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+)
+
+// BenchmarkRecallCPU measures what a recall costs this process, not the
+// database: the CPU time (user and system) of a turn's recall as
+// internal/turn asks it of the store (Search for 12, then Around the
+// first 4, one message either side) and of a search with its context
+// (Search for 5 with Context 1, as the search benchmark asks), on a
+// history of CompanionHistory (1,000 messages: ranked whole) and of three
+// of them (3,000: the bounded share). PostgreSQL's own time is in the
+// wall time only.
+func BenchmarkRecallCPU(b *testing.B) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.URL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	seed := func(resource string, histories int) {
+		for h := range histories {
+			threads := memorytest.CompanionHistory(fmt.Sprint(resource, "-", h), start.Add(time.Duration(h)*1000*time.Hour))
+			for i := range threads {
+				threads[i].Thread.ResourceID = resource
+			}
+			if _, err := s.Import(ctx, threads, func(memory.Thread, []memory.Message) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	seed("short", 1)
+	seed("long", 3)
+	if _, err := s.Pool().Exec(ctx, `VACUUM ANALYZE threads, messages, message_search`); err != nil {
+		b.Fatal(err)
+	}
+	for _, resource := range []string{"short", "long"} {
+		for _, kind := range []string{"turn", "context"} {
+			b.Run(resource+"/"+kind, func(b *testing.B) {
+				found := 0
+				b.ReportAllocs()
+				cpu0 := cpuTime(b)
+				for i := 0; b.Loop(); i++ {
+					text := memorytest.CompanionQuestions[i%len(memorytest.CompanionQuestions)]
+					if kind == "context" {
+						rs, err := s.Search(ctx, memory.SearchQuery{ResourceID: resource, Text: text, ExcludeThreadID: "new", Limit: 5, Context: 1})
+						if err != nil {
+							b.Fatal(err)
+						}
+						found += len(rs)
+						continue
+					}
+					rs, err := s.Search(ctx, memory.SearchQuery{ResourceID: resource, Text: text, ExcludeThreadID: "new", Limit: 12})
+					if err != nil {
+						b.Fatal(err)
+					}
+					found += len(rs)
+					if err := s.Around(ctx, rs[:min(4, len(rs))], 1); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				if found == 0 {
+					b.Fatal("the questions found nothing")
+				}
+			})
+		}
+	}
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
