@@ -112,7 +112,7 @@ var searchSQL = `WITH recent AS MATERIALIZED (
 			LIMIT $6) older),
 	best AS (
 		SELECT f.id, f.thread_id, f.seq,
-			(SELECT sum(ln(1 + $2::float8 / greatest(1, w.n)) * ((f.doc @@ w.qa)::int + $7 * (f.doc @@ w.qd)::int)) FROM words w WHERE w.kept)
+			(SELECT sum(ln(1 + $2::float8 / greatest(1, w.n)) * ((f.doc @@ w.qa)::int + $7::float8 * (f.doc @@ w.qd)::int)) FROM words w WHERE w.kept)
 				* 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(f.doc) / 30.0)) AS score
 		FROM found f
 		WHERE $8::text IN ('', f.thread_id) AND f.thread_id <> $9)

@@ -87,3 +87,36 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
+
+// TestLongSearchWeighsNeighbours: in a history past
+// memory.SearchExactMessages (the bounded share), a message found through
+// its neighbours' words scores for them (memory.NearWeight of a match in
+// its own text), not nothing.
+func TestLongSearchWeighsNeighbours(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	msg := func(id, role, text string, i int) memory.Message {
+		return memory.Message{ID: id, Role: role, Text: text, Model: []byte(`[]`), CreatedAt: at.Add(time.Duration(i) * time.Minute)}
+	}
+	th := memory.ImportThread{Thread: memory.Thread{ID: "t", ResourceID: "r", CreatedAt: at, UpdatedAt: at}}
+	for i := range memory.SearchExactMessages + 10 {
+		th.Messages = append(th.Messages, msg(fmt.Sprint("m", i), "user", fmt.Sprintf("Nothing new on day %d.", i), i))
+	}
+	th.Messages = append(th.Messages, msg("zanzibar", "user", "Zanzibar", len(th.Messages)), msg("after", "assistant", "Noted", len(th.Messages)+1))
+	if _, err := s.Import(ctx, []memory.ImportThread{th}, func(memory.Thread, []memory.Message) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Search(ctx, memory.SearchQuery{ResourceID: "r", Text: "zanzibar", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 || rs[0].Message.ID != "zanzibar" {
+		t.Fatalf("found %+v", rs)
+	}
+	for _, r := range rs[1:] {
+		if r.Score <= 0 || r.Score >= rs[0].Score {
+			t.Errorf("%s, a neighbour of the match, scores %v beside its %v", r.Message.ID, r.Score, rs[0].Score)
+		}
+	}
+}
