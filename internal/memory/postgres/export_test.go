@@ -26,12 +26,10 @@ const (
 
 var InsertMessageSQL = insertMessageSQL
 
-// SearchSQL is Search's statement for a long history, SearchExactSQL for
-// one of up to memory.SearchExactMessages messages, and ResourceSizeSQL
-// what tells them apart.
+// SearchSQL is Search's statement, ResourceSizeSQL what it tells a
+// history ranked whole from a longer one by.
 var (
 	SearchSQL       = searchSQL
-	SearchExactSQL  = searchExactSQL
 	ResourceSizeSQL = resourceSizeSQL
 )
 

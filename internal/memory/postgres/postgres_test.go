@@ -876,7 +876,8 @@ func TestAnswerRetriesALostConnection(t *testing.T) {
 
 // TestExactSearchReadsTheResource: a search of a short history reads
 // that resource's messages through the (resource_id, id) index, each
-// once, and not the other resources' that hold its words too.
+// once, and not the other resources' that hold its words too; the
+// ranking of a longer history's share is not run.
 func TestExactSearchReadsTheResource(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
@@ -898,8 +899,8 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 		t.Fatalf("size %d (%v), want 1500", size, err)
 	}
 	var plan []struct{ Plan explainNode }
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchExactSQL, []string{"garden", "dry"}, "mine",
-		memory.SearchExactMessages, 0.35, "", "", 5).Scan(&plan); err != nil {
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", memory.SearchExactMessages, []string{"garden", "dry"},
+		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")
@@ -915,7 +916,7 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 // messages through the (resource_id, id) index, and the older messages
 // that hold a word rare among those through the GIN index, without the
 // other resources' rows that hold it too: never a scan, whatever the
-// tables hold.
+// tables hold; the ranking of a whole history is not run.
 func TestSearchReadsABoundedShare(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
@@ -934,8 +935,10 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 		`ANALYZE`,
 	)
 	var plan []struct{ Plan explainNode }
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", 1000, []string{"garden", "tbilisi"}, 5,
-		postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
+	// A bound of 1,000 messages for a history ranked whole, so that this
+	// one of 1,500 is searched as a longer one is.
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", 1000, []string{"garden", "tbilisi"},
+		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")

@@ -37,10 +37,10 @@ func resourceLexeme(resourceID string) string {
 	return "r" + hex.EncodeToString([]byte(resourceID)) + "0"
 }
 
-// Search implements memory.Knowledge, as memory's rank.go says. A
-// history of up to SearchExactMessages messages (resourceSizeSQL) is
-// ranked whole by BM25 (searchExactSQL); a longer one reads its bounded
-// share, in one statement (searchSQL): the resource's
+// Search implements memory.Knowledge, as memory's rank.go says, in one
+// statement (searchSQL) and one round trip: a history of up to
+// SearchExactMessages messages (resourceSizeSQL) is ranked whole by BM25;
+// a longer one reads its bounded share: the resource's
 // SearchRecentMessages newest messages (the (resource_id, id) index,
 // backwards), how many of them hold each word in their text, the older
 // messages that hold a word rare among them (the GIN index,
@@ -52,19 +52,9 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	var size int64
-	if err := s.pool.QueryRow(ctx, resourceSizeSQL, q.ResourceID, memory.SearchExactMessages).Scan(&size); err != nil {
-		return nil, fmt.Errorf("searching: %w", err)
-	}
-	var rows pgx.Rows
-	var err error
-	if size <= memory.SearchExactMessages {
-		rows, err = s.pool.Query(ctx, searchExactSQL, terms, q.ResourceID, memory.SearchExactMessages, memory.NearWeight,
-			q.ThreadID, q.ExcludeThreadID, q.Limit)
-	} else {
-		rows, err = s.pool.Query(ctx, searchSQL, q.ResourceID, memory.SearchRecentMessages, terms, memory.SearchRareLately,
-			resourceLexeme(q.ResourceID), memory.SearchOlderMatches, memory.NearWeight, q.ThreadID, q.ExcludeThreadID, q.Limit)
-	}
+	rows, err := s.pool.Query(ctx, searchSQL, q.ResourceID, memory.SearchExactMessages, terms, memory.SearchRecentMessages,
+		memory.SearchRareLately, resourceLexeme(q.ResourceID), memory.SearchOlderMatches, memory.NearWeight,
+		q.ThreadID, q.ExcludeThreadID, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
@@ -85,39 +75,85 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	return out, nil
 }
 
-// searchSQL finds, scores and returns the best $10 messages of resource $1
-// for the words $3 (letters and digits: SearchTerms), looking at its $2
-// newest messages and, for each word fewer than $4 of those hold in their
-// text, at $6 older messages at most that hold one (through the resource's
-// lexeme $5), a word found in the neighbours weighing $7 of one found in
-// the message; of thread $8 (unless empty), not of thread $9. Its weights
-// are SearchWordWeight's, ln(1 + $2 / n). The words a tsquery drops (the
-// english configuration's stop words) count for nothing.
-var searchSQL = `WITH recent AS MATERIALIZED (
-		SELECT id, thread_id, seq, doc FROM message_search WHERE resource_id = $1 ORDER BY id DESC LIMIT $2),
+// searchSQL is the search of resource $1 for the words $3 (letters and
+// digits: SearchTerms): the best $11 messages, of thread $9 (unless
+// empty), not of thread $10, with their threads and scores, the best
+// first. Of its two rankings, the one the history's size calls for does
+// its work (a gate on size, which resourceSizeSQL reads with its bound
+// $2); the other's statements are never run.
+//
+// exact ranks the messages of a history of $2 messages at most that hold
+// a word by BM25, as SQLite's bm25 does (k1 1.2, b 0.75). It reads the
+// resource's messages through the (resource_id, id) index, work bounded
+// by $2, whatever the other resources hold and however full the GIN
+// index's pending list is. A message's document is its doc, its text and
+// its neighbours': a word counts 1 in its text, $8 (NearWeight) in the
+// neighbours'. A word weighs its inverse document frequency among the
+// resource's messages, ln((N - n + 0.5) / (n + 0.5)) (1e-6 at least), n
+// being how many hold it; a document's length is its doc's count of
+// distinct words, against the mean of the resource's. What differs from
+// bm25: a word counts once in the text and once in the neighbours,
+// however often said there (a message's words rarely repeat: counting
+// the repeats ranked no better on the recall benchmark, and costs an
+// unnest of each document).
+//
+// bounded scores the bounded share of a longer history: its $4 newest
+// messages and, for each word fewer than $5 of those hold in their text,
+// $7 older messages at most that hold one (through the resource's lexeme
+// $6), a word found in the neighbours weighing $8 of one found in the
+// message. Its weights are SearchWordWeight's, ln(1 + $4 / n).
+//
+// In both, the words a tsquery drops (the english configuration's stop
+// words) count for nothing.
+var searchSQL = `WITH size AS MATERIALIZED (` + resourceSizeSQL + `),
+	xwords AS MATERIALIZED (
+		SELECT i, to_tsquery('english', w) AS q, to_tsquery('english', w || ':A') AS qa, to_tsquery('english', w || ':D') AS qd
+		FROM unnest($3::text[]) WITH ORDINALITY AS u (w, i) WHERE numnode(to_tsquery('english', w)) > 0),
+	docs AS MATERIALIZED (
+		SELECT id, thread_id, seq, doc, length(doc) AS len FROM message_search WHERE resource_id = $1 ORDER BY id DESC LIMIT $2),
+	xfound AS MATERIALIZED (
+		SELECT * FROM docs WHERE doc @@ (SELECT string_agg(q::text, ' | ')::tsquery FROM xwords)),
+	stats AS MATERIALIZED (
+		SELECT count(*)::float8 AS n, avg(len)::float8 AS avgdl FROM docs),
+	tf AS MATERIALIZED (
+		SELECT f.id, f.thread_id, f.seq, f.len, w.i, (f.doc @@ w.qa)::int + $8::float8 * (f.doc @@ w.qd)::int AS f
+		FROM xfound f CROSS JOIN xwords w WHERE f.doc @@ w.q),
+	idf AS MATERIALIZED (
+		SELECT i, greatest(1e-6, ln(((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5))) AS idf FROM tf GROUP BY i),
+	exact AS (
+		SELECT t.id, t.thread_id, t.seq, sum(x.idf * t.f * 2.2 / (t.f + 1.2 * (0.25 + 0.75 * t.len / s.avgdl))) AS score
+		FROM tf t JOIN idf x ON x.i = t.i CROSS JOIN stats s
+		WHERE $9::text IN ('', t.thread_id) AND t.thread_id <> $10
+		GROUP BY t.id, t.thread_id, t.seq),
+	recent AS MATERIALIZED (
+		SELECT id, thread_id, seq, doc FROM message_search WHERE resource_id = $1 ORDER BY id DESC LIMIT $4),
 	queries AS MATERIALIZED (
 		SELECT w, to_tsquery('english', w || ':A') AS qa, to_tsquery('english', w || ':D') AS qd FROM unnest($3::text[]) AS u (w)),
 	words AS MATERIALIZED (
 		SELECT w, qa, qd, numnode(qa) > 0 AS kept, (SELECT count(*) FROM recent r WHERE r.doc @@ qa) AS n FROM queries),
 	q AS MATERIALIZED (
 		SELECT to_tsquery('english', string_agg(w, ' | ') FILTER (WHERE kept)) AS any_word,
-			to_tsquery('english', string_agg(w, ' | ') FILTER (WHERE kept AND n < $4)) AS rare
+			to_tsquery('english', string_agg(w, ' | ') FILTER (WHERE kept AND n < $5)) AS rare
 		FROM words),
 	found AS (
 		SELECT id, thread_id, seq, doc FROM recent WHERE doc @@ (SELECT any_word FROM q)
 		UNION ALL
 		SELECT * FROM (SELECT id, thread_id, seq, doc FROM message_search
-			WHERE (SELECT rare FROM q) IS NOT NULL AND doc @@ ($5::tsquery && (SELECT rare FROM q))
+			WHERE (SELECT rare FROM q) IS NOT NULL AND doc @@ ($6::tsquery && (SELECT rare FROM q))
 				AND id < (SELECT min(id) FROM recent)
-			LIMIT $6) older),
-	best AS (
+			LIMIT $7) older),
+	bounded AS (
 		SELECT f.id, f.thread_id, f.seq,
-			(SELECT sum(ln(1 + $2::float8 / greatest(1, w.n)) * ((f.doc @@ w.qa)::int + $7::float8 * (f.doc @@ w.qd)::int)) FROM words w WHERE w.kept)
+			(SELECT sum(ln(1 + $4::float8 / greatest(1, w.n)) * ((f.doc @@ w.qa)::int + $8::float8 * (f.doc @@ w.qd)::int)) FROM words w WHERE w.kept)
 				* 2.2 / (1 + 1.2 * (0.25 + 0.75 * length(f.doc) / 30.0)) AS score
 		FROM found f
-		WHERE $8::text IN ('', f.thread_id) AND f.thread_id <> $9)
+		WHERE $9::text IN ('', f.thread_id) AND f.thread_id <> $10),
+	best AS (
+		SELECT id, thread_id, seq, score FROM exact WHERE (SELECT size <= $2 FROM size)
+		UNION ALL
+		SELECT id, thread_id, seq, score FROM bounded WHERE (SELECT size > $2 FROM size))
 	SELECT b.thread_id, t.title, b.score, ` + messageColsOf("m") + `
-	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $10) b
+	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $11) b
 	JOIN messages m ON m.thread_id = b.thread_id AND m.seq = b.seq
 	JOIN threads t ON t.id = b.thread_id
 	ORDER BY b.score DESC, b.id DESC`
@@ -130,50 +166,8 @@ var searchSQL = `WITH recent AS MATERIALIZED (
 // is).
 const resourceSizeSQL = `SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > $2 THEN coalesce(sum(last_seq), 0)::bigint
 		ELSE coalesce((SELECT run FROM (SELECT sum(last_seq) OVER (ORDER BY created_at, id ROWS UNBOUNDED PRECEDING) AS run
-			FROM threads WHERE resource_id = $1) r WHERE run > $2 LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = $1))::bigint END
+			FROM threads WHERE resource_id = $1) r WHERE run > $2 LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = $1))::bigint END AS size
 	FROM (SELECT last_seq FROM threads WHERE resource_id = $1 LIMIT 64) t`
-
-// searchExactSQL ranks the messages of resource $2, of $3 messages at
-// most, that hold a word of $1 (letters and digits: SearchTerms) by BM25,
-// as SQLite's bm25 does (k1 1.2, b 0.75), and returns the best $7, of
-// thread $5 (unless empty), not of thread $6. It reads the resource's
-// messages through the (resource_id, id) index, work bounded by $3,
-// whatever the other resources hold and however full the GIN index's
-// pending list is. A message's document is its doc, its text and its
-// neighbours': a word counts 1 in its text, $4 (NearWeight) in the
-// neighbours'. A word weighs its inverse document frequency among the
-// resource's messages, ln((N - n + 0.5) / (n + 0.5)) (1e-6 at least), n
-// being how many hold it; a document's length is its doc's count of
-// distinct words, against the mean of the resource's. What differs from
-// bm25: a word counts once in the text and once in the neighbours,
-// however often said there (a message's words rarely repeat: counting
-// the repeats ranked no better on the recall benchmark, and costs an
-// unnest of each document). The words a tsquery drops (the english
-// configuration's stop words) count for nothing.
-var searchExactSQL = `WITH words AS MATERIALIZED (
-		SELECT i, to_tsquery('english', w) AS q, to_tsquery('english', w || ':A') AS qa, to_tsquery('english', w || ':D') AS qd
-		FROM unnest($1::text[]) WITH ORDINALITY AS u (w, i) WHERE numnode(to_tsquery('english', w)) > 0),
-	docs AS MATERIALIZED (
-		SELECT id, thread_id, seq, doc, length(doc) AS len FROM message_search WHERE resource_id = $2 ORDER BY id DESC LIMIT $3),
-	found AS MATERIALIZED (
-		SELECT * FROM docs WHERE doc @@ (SELECT string_agg(q::text, ' | ')::tsquery FROM words)),
-	stats AS MATERIALIZED (
-		SELECT count(*)::float8 AS n, avg(len)::float8 AS avgdl FROM docs),
-	tf AS MATERIALIZED (
-		SELECT f.id, f.thread_id, f.seq, f.len, w.i, (f.doc @@ w.qa)::int + $4::float8 * (f.doc @@ w.qd)::int AS f
-		FROM found f CROSS JOIN words w WHERE f.doc @@ w.q),
-	idf AS MATERIALIZED (
-		SELECT i, greatest(1e-6, ln(((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5))) AS idf FROM tf GROUP BY i),
-	best AS (
-		SELECT t.id, t.thread_id, t.seq, sum(x.idf * t.f * 2.2 / (t.f + 1.2 * (0.25 + 0.75 * t.len / s.avgdl))) AS score
-		FROM tf t JOIN idf x ON x.i = t.i CROSS JOIN stats s
-		WHERE $5::text IN ('', t.thread_id) AND t.thread_id <> $6
-		GROUP BY t.id, t.thread_id, t.seq)
-	SELECT b.thread_id, t.title, b.score, ` + messageColsOf("m") + `
-	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $7) b
-	JOIN messages m ON m.thread_id = b.thread_id AND m.seq = b.seq
-	JOIN threads t ON t.id = b.thread_id
-	ORDER BY b.score DESC, b.id DESC`
 
 // Around implements memory.Knowledge, in one round trip.
 func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
