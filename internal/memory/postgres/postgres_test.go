@@ -900,7 +900,7 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 	}
 	var plan []struct{ Plan explainNode }
 	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", memory.SearchExactMessages, []string{"garden", "dry"},
-		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
+		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5, 1).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")
@@ -909,6 +909,11 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 	}
 	if read := plan[0].Plan.rowsRead("message_search"); read > 1500 {
 		t.Errorf("the search reads %d rows of message_search, want 1,500 at most:\n%s", read, b)
+	}
+	// Each of the 5 results with the message before and after it, by the
+	// thread's key.
+	if read := plan[0].Plan.rowsRead("messages"); read > 5*3 {
+		t.Errorf("the search reads %d rows of messages, want 15 at most:\n%s", read, b)
 	}
 }
 
@@ -938,7 +943,7 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 	// A bound of 1,000 messages for a history ranked whole, so that this
 	// one of 1,500 is searched as a longer one is.
 	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", 1000, []string{"garden", "tbilisi"},
-		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
+		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5, 1).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")
@@ -950,5 +955,8 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 	// The newest 1,000; the 50 older with tbilisi, from the index and the table.
 	if read, most := plan[0].Plan.rowsRead("message_search"), 1000+2*50; read > most {
 		t.Errorf("the search reads %d rows of message_search, want at most %d:\n%s", read, most, b)
+	}
+	if read := plan[0].Plan.rowsRead("messages"); read > 5*3 {
+		t.Errorf("the search reads %d rows of messages, want 15 at most:\n%s", read, b)
 	}
 }

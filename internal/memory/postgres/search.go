@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +47,7 @@ func resourceLexeme(resourceID string) string {
 // messages that hold a word rare among them (the GIN index,
 // SearchOlderMatches at most: which ones, the table's order decides),
 // each scored from its doc; the best joined to their messages and
-// threads.
+// threads, with the q.Context messages before and after each.
 func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
 	terms := memory.SearchTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
@@ -54,31 +55,62 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	}
 	rows, err := s.pool.Query(ctx, searchSQL, q.ResourceID, memory.SearchExactMessages, terms, memory.SearchRecentMessages,
 		memory.SearchRareLately, resourceLexeme(q.ResourceID), memory.SearchOlderMatches, memory.NearWeight,
-		q.ThreadID, q.ExcludeThreadID, q.Limit)
+		q.ThreadID, q.ExcludeThreadID, q.Limit, max(0, q.Context))
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.SearchResult, error) {
-		var res memory.SearchResult
-		m, err := scanMessage(r, &res.ThreadID, &res.ThreadTitle, &res.Score)
-		res.Message = m
-		return res, err
-	})
+	out, err := readResults(rows, q.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
-	}
-	if q.Context > 0 && len(out) > 0 {
-		if err := s.Around(ctx, out, q.Context); err != nil {
-			return nil, err
-		}
 	}
 	return out, nil
 }
 
+// readResults reads searchSQL's rows into at most limit results, each
+// with the messages around it.
+func readResults(rows pgx.Rows, limit int) ([]memory.SearchResult, error) {
+	defer rows.Close()
+	out := make([]memory.SearchResult, 0, limit)
+	var around [][]memory.Message
+	var key, at, last int64
+	var thread, title string
+	var score float64
+	for rows.Next() {
+		m, err := scanMessage(rows, &key, &at, &thread, &title, &score)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 0 || key != last {
+			last = key
+			out = append(out, memory.SearchResult{ThreadID: thread, ThreadTitle: title, Score: score})
+			around = append(around, nil)
+		}
+		if m.Seq == at {
+			out[len(out)-1].Message = m
+		} else {
+			around[len(out)-1] = append(around[len(out)-1], m)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		memory.SetAround(&out[i], around[i])
+	}
+	// The statement reads one snapshot, in which a result's message is
+	// there (message_search's rows go with their messages'); a result
+	// without its message (Seq 0: seqs start at 1) would be dropped.
+	return slices.DeleteFunc(out, func(r memory.SearchResult) bool { return r.Message.Seq == 0 }), nil
+}
+
 // searchSQL is the search of resource $1 for the words $3 (letters and
 // digits: SearchTerms): the best $11 messages, of thread $9 (unless
-// empty), not of thread $10, with their threads and scores, the best
-// first. Of its two rankings, the one the history's size calls for does
+// empty), not of thread $10, the best first, each in rows of its own
+// message and of the $12 before and after it in its thread, in their
+// order (each row the result's message_search id and seq, its thread,
+// title and score, then the message). The messages are read by the
+// thread's key, in order (the order and the limit keep the planner to
+// that index rather than the (thread_id, id) one). Of its two rankings, the one the history's size calls for does
 // its work (a gate on size, which resourceSizeSQL reads with its bound
 // $2); the other's statements are never run.
 //
@@ -152,11 +184,11 @@ var searchSQL = `WITH size AS MATERIALIZED (` + resourceSizeSQL + `),
 		SELECT id, thread_id, seq, score FROM exact WHERE (SELECT size <= $2 FROM size)
 		UNION ALL
 		SELECT id, thread_id, seq, score FROM bounded WHERE (SELECT size > $2 FROM size))
-	SELECT b.thread_id, t.title, b.score, ` + messageColsOf("m") + `
+	SELECT b.id, b.seq, b.thread_id, (SELECT title FROM threads WHERE id = b.thread_id), b.score, ` + messageColsOf("m") + `
 	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $11) b
-	JOIN messages m ON m.thread_id = b.thread_id AND m.seq = b.seq
-	JOIN threads t ON t.id = b.thread_id
-	ORDER BY b.score DESC, b.id DESC`
+	CROSS JOIN LATERAL (SELECT ` + messageCols + ` FROM messages
+		WHERE thread_id = b.thread_id AND seq BETWEEN b.seq - $12 AND b.seq + $12 ORDER BY seq LIMIT 2 * $12 + 1) m
+	ORDER BY b.score DESC, b.id DESC, m.seq`
 
 // resourceSizeSQL is the number of messages of resource $1 when it is at
 // most $2, or a larger number, reading a bounded number of its threads
