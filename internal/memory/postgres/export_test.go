@@ -41,3 +41,6 @@ func (s *Store) PresenceKey() int32 { return s.presence.key.Load() }
 
 // ResourceLexeme is the lexeme of a resource in the recall index.
 func ResourceLexeme(resourceID string) string { return resourceLexeme(resourceID) }
+
+// AroundSQL is Around's statement.
+var AroundSQL = aroundSQL

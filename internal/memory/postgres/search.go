@@ -201,31 +201,55 @@ const resourceSizeSQL = `SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > $2 TH
 			FROM threads WHERE resource_id = $1) r WHERE run > $2 LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = $1))::bigint END AS size
 	FROM (SELECT last_seq FROM threads WHERE resource_id = $1 LIMIT 64) t`
 
-// Around implements memory.Knowledge, in one round trip.
+// Around implements memory.Knowledge, in one statement (aroundSQL).
 func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
 	if len(rs) == 0 {
 		return nil
 	}
-	var b pgx.Batch
-	for _, r := range rs {
-		b.Queue(`SELECT `+messageCols+` FROM messages WHERE thread_id = $1 AND seq BETWEEN $2 AND $3 ORDER BY seq`,
-			r.ThreadID, r.Message.Seq-int64(n), r.Message.Seq+int64(n))
-	}
-	return readBatch(s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
+	if n <= 0 {
 		for i := range rs {
-			rows, err := br.Query()
-			if err != nil {
-				return fmt.Errorf("reading messages: %w", err)
-			}
-			msgs, err := collectMessages(rows)
-			if err != nil {
-				return err
-			}
-			memory.SetAround(&rs[i], msgs)
+			rs[i].Before, rs[i].After = nil, nil
 		}
 		return nil
-	})
+	}
+	threads := make([]string, len(rs))
+	seqs := make([]int64, len(rs))
+	for i, r := range rs {
+		threads[i], seqs[i] = r.ThreadID, r.Message.Seq
+	}
+	rows, err := s.pool.Query(ctx, aroundSQL, threads, seqs, n)
+	if err != nil {
+		return fmt.Errorf("reading messages: %w", err)
+	}
+	defer rows.Close()
+	around := make([][]memory.Message, len(rs))
+	var i int64
+	for rows.Next() {
+		m, err := scanMessage(rows, &i)
+		if err != nil {
+			return fmt.Errorf("reading messages: %w", err)
+		}
+		around[i-1] = append(around[i-1], m)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading messages: %w", err)
+	}
+	for i := range rs {
+		memory.SetAround(&rs[i], around[i])
+	}
+	return nil
 }
+
+// aroundSQL reads the messages of threads $1 within $3 of the seqs $2
+// (each pair a result's thread and message), but the results' own, each
+// row the ordinal of its pair (from 1) and a message, in the pairs'
+// order, each pair's messages in theirs. They are read as searchSQL
+// reads a result's context, by the messages' key.
+var aroundSQL = `SELECT r.i, ` + messageColsOf("m") + `
+	FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r (thread_id, seq, i)
+	CROSS JOIN LATERAL (SELECT ` + messageCols + ` FROM messages
+		WHERE thread_id = r.thread_id AND seq BETWEEN r.seq - $3 AND r.seq + $3 AND seq <> r.seq ORDER BY seq LIMIT 2 * $3) m
+	ORDER BY r.i, m.seq`
 
 // messageColsOf is messageCols, each qualified by table t.
 func messageColsOf(t string) string {

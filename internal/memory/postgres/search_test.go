@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"syscall"
 	"testing"
@@ -118,5 +119,29 @@ func TestLongSearchWeighsNeighbours(t *testing.T) {
 		if r.Score <= 0 || r.Score >= rs[0].Score {
 			t.Errorf("%s, a neighbour of the match, scores %v beside its %v", r.Message.ID, r.Score, rs[0].Score)
 		}
+	}
+}
+
+// TestAroundReadsByKey: Around reads the messages around each result by
+// the messages' key, not whole threads, in one statement.
+func TestAroundReadsByKey(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	conn := acquire(t, s)
+	execAll(t, conn,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
+			SELECT 't' || i, 'r', now(), now(), 1500 FROM generate_series(0, 3) i`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
+			SELECT 't' || i, s, 'm' || s, 'user', 'hello', '[]', now() FROM generate_series(0, 3) i, generate_series(1, 1500) s`,
+		`ANALYZE`,
+	)
+	var plan []struct{ Plan explainNode }
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.AroundSQL, []string{"t0", "t0", "t3"}, []int64{1, 700, 1500}, 1).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(plan, "", " ")
+	// Each result's message and the one before and after it, at most.
+	if read := plan[0].Plan.rowsRead("messages"); read > 3*3 {
+		t.Errorf("Around reads %d rows of messages, want 9 at most:\n%s", read, b)
 	}
 }
