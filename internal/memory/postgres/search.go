@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/companionhq/companion/internal/memory"
 )
@@ -48,6 +50,10 @@ func resourceLexeme(resourceID string) string {
 // SearchOlderMatches at most: which ones, the table's order decides),
 // each scored from its doc; the best joined to their messages and
 // threads, with the q.Context messages before and after each.
+//
+// The messages it returns, the results' and their context, hold what
+// the callers of a search read (recall and the search route): Seq, ID,
+// Role, Text and CreatedAt, not Model, Pending or RunID.
 func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
 	terms := memory.SearchTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
@@ -59,48 +65,11 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
-	out, err := readResults(rows, q.Limit)
+	out, err := readResults(rows, q.Limit, q.Context)
 	if err != nil {
 		return nil, fmt.Errorf("searching: %w", err)
 	}
 	return out, nil
-}
-
-// readResults reads searchSQL's rows into at most limit results, each
-// with the messages around it.
-func readResults(rows pgx.Rows, limit int) ([]memory.SearchResult, error) {
-	defer rows.Close()
-	out := make([]memory.SearchResult, 0, limit)
-	var around [][]memory.Message
-	var key, at, last int64
-	var thread, title string
-	var score float64
-	for rows.Next() {
-		m, err := scanMessage(rows, &key, &at, &thread, &title, &score)
-		if err != nil {
-			return nil, err
-		}
-		if len(out) == 0 || key != last {
-			last = key
-			out = append(out, memory.SearchResult{ThreadID: thread, ThreadTitle: title, Score: score})
-			around = append(around, nil)
-		}
-		if m.Seq == at {
-			out[len(out)-1].Message = m
-		} else {
-			around[len(out)-1] = append(around[len(out)-1], m)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	for i := range out {
-		memory.SetAround(&out[i], around[i])
-	}
-	// The statement reads one snapshot, in which a result's message is
-	// there (message_search's rows go with their messages'); a result
-	// without its message (Seq 0: seqs start at 1) would be dropped.
-	return slices.DeleteFunc(out, func(r memory.SearchResult) bool { return r.Message.Seq == 0 }), nil
 }
 
 // searchSQL is the search of resource $1 for the words $3 (letters and
@@ -184,9 +153,9 @@ var searchSQL = `WITH size AS MATERIALIZED (` + resourceSizeSQL + `),
 		SELECT id, thread_id, seq, score FROM exact WHERE (SELECT size <= $2 FROM size)
 		UNION ALL
 		SELECT id, thread_id, seq, score FROM bounded WHERE (SELECT size > $2 FROM size))
-	SELECT b.id, b.seq, b.thread_id, (SELECT title FROM threads WHERE id = b.thread_id), b.score, ` + messageColsOf("m") + `
+	SELECT b.id, b.seq, b.thread_id, (SELECT title FROM threads WHERE id = b.thread_id), b.score, m.seq, m.id, m.role, m.text, m.created_at
 	FROM (SELECT id, thread_id, seq, score FROM best ORDER BY score DESC, id DESC LIMIT $11) b
-	CROSS JOIN LATERAL (SELECT ` + messageCols + ` FROM messages
+	CROSS JOIN LATERAL (SELECT seq, id, role, text, created_at FROM messages
 		WHERE thread_id = b.thread_id AND seq BETWEEN b.seq - $12 AND b.seq + $12 ORDER BY seq LIMIT 2 * $12 + 1) m
 	ORDER BY b.score DESC, b.id DESC, m.seq`
 
@@ -201,7 +170,55 @@ const resourceSizeSQL = `SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > $2 TH
 			FROM threads WHERE resource_id = $1) r WHERE run > $2 LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = $1))::bigint END AS size
 	FROM (SELECT last_seq FROM threads WHERE resource_id = $1 LIMIT 64) t`
 
-// Around implements memory.Knowledge, in one statement (aroundSQL).
+// readResults reads searchSQL's rows into at most limit results, each
+// with the messages around it when context is above 0.
+func readResults(rows pgx.Rows, limit, context int) ([]memory.SearchResult, error) {
+	defer rows.Close()
+	var v struct {
+		key, at             int64
+		thread, title, role pgtype.DriverBytes
+		score               float64
+		seq                 int64
+		id, text            string
+		created             time.Time
+	}
+	dest := []any{&v.key, &v.at, &v.thread, &v.title, &v.score, &v.seq, &v.id, &v.role, &v.text, &v.created}
+	out := make([]memory.SearchResult, 0, min(limit, 64))
+	c := around{msgs: make([]memory.Message, 0, aroundCap(context, limit))}
+	var key int64
+	var thread, title string
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		if len(out) == 0 || v.key != key {
+			// A thread's results often follow each other.
+			if string(v.thread) != thread || string(v.title) != title {
+				thread, title = string(v.thread), string(v.title)
+			}
+			key = v.key
+			c.upTo(len(out))
+			out = append(out, memory.SearchResult{ThreadID: thread, ThreadTitle: title, Score: v.score})
+		}
+		m := memory.Message{Seq: v.seq, ID: v.id, Role: role(v.role), Text: v.text, CreatedAt: v.created.UTC()}
+		if v.seq == v.at {
+			out[len(out)-1].Message = m
+		} else {
+			c.msgs = append(c.msgs, m)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	c.set(out)
+	// The statement reads one snapshot, in which a result's message is
+	// there (message_search's rows go with their messages'); a result
+	// without its message (Seq 0: seqs start at 1) would be dropped.
+	return slices.DeleteFunc(out, func(r memory.SearchResult) bool { return r.Message.Seq == 0 }), nil
+}
+
+// Around implements memory.Knowledge, in one statement (aroundSQL). The
+// messages it reads hold what Search's do.
 func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
 	if len(rs) == 0 {
 		return nil
@@ -222,21 +239,25 @@ func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) err
 		return fmt.Errorf("reading messages: %w", err)
 	}
 	defer rows.Close()
-	around := make([][]memory.Message, len(rs))
-	var i int64
+	var v struct {
+		i, seq   int64
+		role     pgtype.DriverBytes
+		id, text string
+		created  time.Time
+	}
+	dest := []any{&v.i, &v.seq, &v.id, &v.role, &v.text, &v.created}
+	c := around{msgs: make([]memory.Message, 0, aroundCap(n, len(rs)))}
 	for rows.Next() {
-		m, err := scanMessage(rows, &i)
-		if err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			return fmt.Errorf("reading messages: %w", err)
 		}
-		around[i-1] = append(around[i-1], m)
+		c.upTo(int(v.i) - 1)
+		c.msgs = append(c.msgs, memory.Message{Seq: v.seq, ID: v.id, Role: role(v.role), Text: v.text, CreatedAt: v.created.UTC()})
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("reading messages: %w", err)
 	}
-	for i := range rs {
-		memory.SetAround(&rs[i], around[i])
-	}
+	c.set(rs)
 	return nil
 }
 
@@ -245,11 +266,71 @@ func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) err
 // row the ordinal of its pair (from 1) and a message, in the pairs'
 // order, each pair's messages in theirs. They are read as searchSQL
 // reads a result's context, by the messages' key.
-var aroundSQL = `SELECT r.i, ` + messageColsOf("m") + `
+var aroundSQL = `SELECT r.i, m.seq, m.id, m.role, m.text, m.created_at
 	FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r (thread_id, seq, i)
-	CROSS JOIN LATERAL (SELECT ` + messageCols + ` FROM messages
+	CROSS JOIN LATERAL (SELECT seq, id, role, text, created_at FROM messages
 		WHERE thread_id = r.thread_id AND seq BETWEEN r.seq - $3 AND r.seq + $3 AND seq <> r.seq ORDER BY seq LIMIT 2 * $3) m
 	ORDER BY r.i, m.seq`
+
+// aroundCap is room for the messages around results, n either side of
+// each: 256 at most, the rest as they come.
+func aroundCap(n, results int) int {
+	if n <= 0 || results <= 0 {
+		return 0
+	}
+	return min(2*min(n, 128)*min(results, 128), 256)
+}
+
+// around gathers the context messages of results, read result by result
+// in order, in one array.
+type around struct {
+	msgs []memory.Message
+	// ends[i] is where the messages of result i end in msgs.
+	ends []int
+}
+
+// upTo ends the messages of the results before result i (none for those
+// that have none).
+func (c *around) upTo(i int) {
+	for len(c.ends) < i {
+		c.ends = append(c.ends, len(c.msgs))
+	}
+}
+
+// set puts the messages of each of rs before and after its message into
+// its Before and After (nil when none), as memory.SetAround does, sharing
+// c's array: each slice is capped at its end, so that appending to one
+// does not write into another's.
+func (c *around) set(rs []memory.SearchResult) {
+	c.upTo(len(rs))
+	from := 0
+	for i := range rs {
+		msgs := c.msgs[from:c.ends[i]]
+		from = c.ends[i]
+		split := 0
+		for split < len(msgs) && msgs[split].Seq < rs[i].Message.Seq {
+			split++
+		}
+		rs[i].Before, rs[i].After = nil, nil
+		if split > 0 {
+			rs[i].Before = msgs[:split:split]
+		}
+		if split < len(msgs) {
+			rs[i].After = msgs[split:len(msgs):len(msgs)]
+		}
+	}
+}
+
+// role is a message's role as stored; the usual ones without a copy.
+func role(b []byte) string {
+	switch string(b) {
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	}
+	return string(b)
+}
 
 // messageColsOf is messageCols, each qualified by table t.
 func messageColsOf(t string) string {

@@ -145,3 +145,63 @@ func TestAroundReadsByKey(t *testing.T) {
 		t.Errorf("Around reads %d rows of messages, want 9 at most:\n%s", read, b)
 	}
 }
+
+// TestContextIsEachResultsOwn: the messages around results, which Search
+// and Around read into one array, are each result's own: appending to a
+// result's Before or After changes no other slice.
+func TestContextIsEachResultsOwn(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	var threads []memory.ImportThread
+	for _, id := range []string{"a", "b"} {
+		th := memory.ImportThread{Thread: memory.Thread{ID: id, ResourceID: "r", CreatedAt: at, UpdatedAt: at}}
+		for i, text := range []string{"one", "two", "the kite", "four", "five"} {
+			th.Messages = append(th.Messages, memory.Message{ID: fmt.Sprint(id, i+1), Role: "user", Text: text, Model: []byte(`[]`), CreatedAt: at})
+		}
+		threads = append(threads, th)
+	}
+	if _, err := s.Import(ctx, threads, func(memory.Thread, []memory.Message) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	check := func(how string, rs []memory.SearchResult) {
+		t.Helper()
+		if len(rs) != 2 {
+			t.Fatalf("%s: %d results", how, len(rs))
+		}
+		for _, r := range rs {
+			th := r.ThreadID
+			if got, want := fmt.Sprint(ids(r.Before), r.Message.ID, ids(r.After)), fmt.Sprint([]string{th + "1", th + "2"}, th+"3", []string{th + "4", th + "5"}); got != want {
+				t.Fatalf("%s: %s, want %s", how, got, want)
+			}
+		}
+		want := fmt.Sprint(ids(rs[0].Before), ids(rs[0].After), ids(rs[1].Before), ids(rs[1].After))
+		rs[0].Before = append(rs[0].Before, memory.Message{ID: "x"})
+		rs[0].After = append(rs[0].After, memory.Message{ID: "y"})
+		rs[1].Before = append(rs[1].Before, memory.Message{ID: "z"})
+		if got := fmt.Sprint(ids(rs[0].Before[:2]), ids(rs[0].After[:2]), ids(rs[1].Before[:2]), ids(rs[1].After)); got != want {
+			t.Errorf("%s: after appending, %s, want %s", how, got, want)
+		}
+	}
+	rs, err := s.Search(ctx, memory.SearchQuery{ResourceID: "r", Text: "kite", Limit: 2, Context: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("Search", rs)
+	if err := s.Around(ctx, rs, 2); err != nil {
+		t.Fatal(err)
+	}
+	check("Around", rs)
+	// No context: none, whatever the results held.
+	if err := s.Around(ctx, rs, 0); err != nil || rs[0].Before != nil || rs[0].After != nil || rs[1].Before != nil {
+		t.Errorf("Around with n 0: %v %v %v (%v)", ids(rs[0].Before), ids(rs[0].After), ids(rs[1].Before), err)
+	}
+}
+
+func ids(ms []memory.Message) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.ID
+	}
+	return out
+}
