@@ -165,7 +165,7 @@ var searchSQL = `WITH size AS MATERIALIZED (` + resourceSizeSQL + `),
 // fewer or they are past the bound already; else, over its threads oldest
 // first, the first running sum past the bound (the sum of all when none
 // is).
-const resourceSizeSQL = `SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > $2 THEN coalesce(sum(last_seq), 0)::bigint
+const resourceSizeSQL = `SELECT CASE WHEN count(*) < 64 OR sum(last_seq) > $2::bigint THEN coalesce(sum(last_seq), 0)::bigint
 		ELSE coalesce((SELECT run FROM (SELECT sum(last_seq) OVER (ORDER BY created_at, id ROWS UNBOUNDED PRECEDING) AS run
 			FROM threads WHERE resource_id = $1) r WHERE run > $2 LIMIT 1), (SELECT sum(last_seq) FROM threads WHERE resource_id = $1))::bigint END AS size
 	FROM (SELECT last_seq FROM threads WHERE resource_id = $1 LIMIT 64) t`
