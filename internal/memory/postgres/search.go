@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -330,13 +329,4 @@ func role(b []byte) string {
 		return "assistant"
 	}
 	return string(b)
-}
-
-// messageColsOf is messageCols, each qualified by table t.
-func messageColsOf(t string) string {
-	parts := strings.Split(messageCols, ", ")
-	for i, c := range parts {
-		parts[i] = t + "." + c
-	}
-	return strings.Join(parts, ", ")
 }
