@@ -76,11 +76,12 @@ func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.Sear
 // empty), not of thread $10, the best first, each in rows of its own
 // message and of the $12 before and after it in its thread, in their
 // order (each row the result's message_search id and seq, its thread,
-// title and score, then the message). The messages are read by the
-// thread's key, in order (the order and the limit keep the planner to
-// that index rather than the (thread_id, id) one). Of its two rankings, the one the history's size calls for does
-// its work (a gate on size, which resourceSizeSQL reads with its bound
-// $2); the other's statements are never run.
+// title and score, then the message). The messages are read by their
+// key, (thread_id, seq), in order: the order and the limit keep the
+// planner to that index rather than the (thread_id, id) one. Of its two
+// rankings, the one the history's size calls for does its work (a gate
+// on size, which resourceSizeSQL reads with its bound $2); the other's
+// statements are never run.
 //
 // exact ranks the messages of a history of $2 messages at most that hold
 // a word by BM25, as SQLite's bm25 does (k1 1.2, b 0.75). It reads the
