@@ -263,13 +263,20 @@ func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) err
 
 // aroundSQL reads the messages of threads $1 within $3 of the seqs $2
 // (each pair a result's thread and message), but the results' own, each
-// row the ordinal of its pair (from 1) and a message, in the pairs'
+// row the index of its pair (from 1) and a message, in the pairs'
 // order, each pair's messages in theirs. They are read as searchSQL
-// reads a result's context, by the messages' key.
+// reads a result's context, by the messages' key. The pairs are walked
+// by their indexes (generate_subscripts), not unnested: PostgreSQL
+// estimates an unnest of the arrays it is given by their length and one
+// of parameters as 100 rows, so that the plan for the parameters looked
+// dearer than each call's own and it planned every call again (about
+// half the statement's time); generate_subscripts is 1,000 rows either
+// way, and the prepared statement keeps its plan.
 var aroundSQL = `SELECT r.i, m.seq, m.id, m.role, m.text, m.created_at
-	FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r (thread_id, seq, i)
+	FROM generate_subscripts($1::text[], 1) AS r (i)
 	CROSS JOIN LATERAL (SELECT seq, id, role, text, created_at FROM messages
-		WHERE thread_id = r.thread_id AND seq BETWEEN r.seq - $3 AND r.seq + $3 AND seq <> r.seq ORDER BY seq LIMIT 2 * $3) m
+		WHERE thread_id = ($1::text[])[r.i] AND seq BETWEEN ($2::bigint[])[r.i] - $3 AND ($2::bigint[])[r.i] + $3 AND seq <> ($2::bigint[])[r.i]
+		ORDER BY seq LIMIT 2 * $3) m
 	ORDER BY r.i, m.seq`
 
 // aroundCap is room for the messages around results, n either side of
