@@ -42,5 +42,8 @@ func (s *Store) PresenceKey() int32 { return s.presence.key.Load() }
 // ResourceLexeme is the lexeme of a resource in the recall index.
 func ResourceLexeme(resourceID string) string { return resourceLexeme(resourceID) }
 
-// AroundSQL is Around's statement.
+// AroundSQL is Around's statement, NearestSQL the one that reads a
+// vector search's nearest messages.
 var AroundSQL = aroundSQL
+
+const NearestSQL = nearestSQL

@@ -122,27 +122,47 @@ func TestLongSearchWeighsNeighbours(t *testing.T) {
 	}
 }
 
-// TestAroundReadsByKey: Around reads the messages around each result by
-// the messages' key, not whole threads, in one statement.
+// TestAroundReadsByKey: Around, and a vector search's read of its
+// nearest messages, read the messages (and titles) of their results by
+// their keys, not whole threads or every thread, in the plan for the
+// call's values and in the generic plan PostgreSQL keeps after a few
+// calls.
 func TestAroundReadsByKey(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
 	conn := acquire(t, s)
 	execAll(t, conn,
 		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
-			SELECT 't' || i, 'r', now(), now(), 1500 FROM generate_series(0, 3) i`,
+			SELECT 't' || i, 'r', now(), now(), CASE WHEN i < 2 THEN 1500 ELSE 10 END FROM generate_series(0, 2000) i`,
 		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
-			SELECT 't' || i, s, 'm' || s, 'user', 'hello', '[]', now() FROM generate_series(0, 3) i, generate_series(1, 1500) s`,
+			SELECT 't' || i, s, 'm' || s, 'user', 'hello', '[]', now()
+			FROM generate_series(0, 2000) i, generate_series(1, CASE WHEN i < 2 THEN 1500 ELSE 10 END) s`,
 		`ANALYZE`,
 	)
-	var plan []struct{ Plan explainNode }
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.AroundSQL, []string{"t0", "t0", "t3"}, []int64{1, 700, 1500}, 1).Scan(&plan); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.MarshalIndent(plan, "", " ")
-	// Each result's message and the one before and after it, at most.
-	if read := plan[0].Plan.rowsRead("messages"); read > 3*3 {
-		t.Errorf("Around reads %d rows of messages, want 9 at most:\n%s", read, b)
+	threads, seqs := []string{"t0", "t0", "t1", "t7"}, []int64{1, 700, 1500, 5}
+	for _, mode := range []string{"auto", "force_generic_plan"} {
+		execAll(t, conn, `SET plan_cache_mode = `+mode)
+		for _, c := range []struct {
+			name, sql string
+			args      []any
+			most      int
+		}{
+			// Each result's message and the one before and after it, at most.
+			{"Around", postgres.AroundSQL, []any{threads, seqs, 1}, 4 * 3},
+			{"the nearest messages", postgres.NearestSQL, []any{threads, seqs}, 4},
+		} {
+			var plan []struct{ Plan explainNode }
+			if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+c.sql, c.args...).Scan(&plan); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.MarshalIndent(plan, "", " ")
+			if read := plan[0].Plan.rowsRead("messages"); read > c.most {
+				t.Errorf("%s, %s: reads %d rows of messages, want %d at most:\n%s", mode, c.name, read, c.most, b)
+			}
+			if read := plan[0].Plan.rowsRead("threads"); read > 4 {
+				t.Errorf("%s, %s: reads %d rows of threads, want 4 at most:\n%s", mode, c.name, read, b)
+			}
+		}
 	}
 }
 

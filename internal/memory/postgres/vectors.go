@@ -119,13 +119,16 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 }
 
 // nearestSQL reads the messages of threads $1 and seqs $2 (each pair a
-// message's key) with their threads' titles, each row the ordinal of its
+// message's key) with their threads' titles, each row the index of its
 // pair (from 1), in the pairs' order; none for a message deleted since
-// its vector was read.
-const nearestSQL = `SELECT r.i, t.title, m.seq, m.id, m.role, m.text, m.created_at
-	FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS r (thread_id, seq, i)
-	JOIN messages m ON m.thread_id = r.thread_id AND m.seq = r.seq
-	JOIN threads t ON t.id = m.thread_id
+// its vector was read. The pairs are walked by their indexes, as in
+// aroundSQL (which says why); each message and title is read by its key
+// for its pair (laterally, and in a subquery: joined, a plan for 1,000
+// pairs could hash every thread).
+const nearestSQL = `SELECT r.i, (SELECT title FROM threads WHERE id = m.thread_id), m.seq, m.id, m.role, m.text, m.created_at
+	FROM generate_subscripts($1::text[], 1) AS r (i)
+	CROSS JOIN LATERAL (SELECT thread_id, seq, id, role, text, created_at FROM messages
+		WHERE thread_id = ($1::text[])[r.i] AND seq = ($2::bigint[])[r.i]) m
 	ORDER BY r.i`
 
 // DropVectors implements memory.Vectors.
