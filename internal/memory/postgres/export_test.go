@@ -26,12 +26,10 @@ const (
 
 var InsertMessageSQL = insertMessageSQL
 
-// SearchSQL is Search's statement for a long history, SearchExactSQL for
-// one of up to memory.SearchExactMessages messages, and ResourceSizeSQL
-// what tells them apart.
+// SearchSQL is Search's statement, ResourceSizeSQL what it tells a
+// history ranked whole from a longer one by.
 var (
 	SearchSQL       = searchSQL
-	SearchExactSQL  = searchExactSQL
 	ResourceSizeSQL = resourceSizeSQL
 )
 
@@ -43,3 +41,9 @@ func (s *Store) PresenceKey() int32 { return s.presence.key.Load() }
 
 // ResourceLexeme is the lexeme of a resource in the recall index.
 func ResourceLexeme(resourceID string) string { return resourceLexeme(resourceID) }
+
+// AroundSQL is Around's statement, NearestSQL the one that reads a
+// vector search's nearest messages.
+var AroundSQL = aroundSQL
+
+const NearestSQL = nearestSQL

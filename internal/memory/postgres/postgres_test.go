@@ -876,7 +876,8 @@ func TestAnswerRetriesALostConnection(t *testing.T) {
 
 // TestExactSearchReadsTheResource: a search of a short history reads
 // that resource's messages through the (resource_id, id) index, each
-// once, and not the other resources' that hold its words too.
+// once, and not the other resources' that hold its words too; the
+// ranking of a longer history's share is not run.
 func TestExactSearchReadsTheResource(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
@@ -898,8 +899,8 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 		t.Fatalf("size %d (%v), want 1500", size, err)
 	}
 	var plan []struct{ Plan explainNode }
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchExactSQL, []string{"garden", "dry"}, "mine",
-		memory.SearchExactMessages, 0.35, "", "", 5).Scan(&plan); err != nil {
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", memory.SearchExactMessages, []string{"garden", "dry"},
+		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5, 1).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")
@@ -909,13 +910,18 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 	if read := plan[0].Plan.rowsRead("message_search"); read > 1500 {
 		t.Errorf("the search reads %d rows of message_search, want 1,500 at most:\n%s", read, b)
 	}
+	// Each of the 5 results with the message before and after it, by the
+	// thread's key.
+	if read := plan[0].Plan.rowsRead("messages"); read > 5*3 {
+		t.Errorf("the search reads %d rows of messages, want 15 at most:\n%s", read, b)
+	}
 }
 
 // TestSearchReadsABoundedShare: a search reads the resource's newest
 // messages through the (resource_id, id) index, and the older messages
 // that hold a word rare among those through the GIN index, without the
 // other resources' rows that hold it too: never a scan, whatever the
-// tables hold.
+// tables hold; the ranking of a whole history is not run.
 func TestSearchReadsABoundedShare(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
@@ -934,8 +940,10 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 		`ANALYZE`,
 	)
 	var plan []struct{ Plan explainNode }
-	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", 1000, []string{"garden", "tbilisi"}, 5,
-		postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5).Scan(&plan); err != nil {
+	// A bound of 1,000 messages for a history ranked whole, so that this
+	// one of 1,500 is searched as a longer one is.
+	if err := conn.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+postgres.SearchSQL, "mine", 1000, []string{"garden", "tbilisi"},
+		1000, 5, postgres.ResourceLexeme("mine"), 200, 0.35, "", "", 5, 1).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.MarshalIndent(plan, "", " ")
@@ -947,5 +955,8 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 	// The newest 1,000; the 50 older with tbilisi, from the index and the table.
 	if read, most := plan[0].Plan.rowsRead("message_search"), 1000+2*50; read > most {
 		t.Errorf("the search reads %d rows of message_search, want at most %d:\n%s", read, most, b)
+	}
+	if read := plan[0].Plan.rowsRead("messages"); read > 5*3 {
+		t.Errorf("the search reads %d rows of messages, want 15 at most:\n%s", read, b)
 	}
 }

@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/companionhq/companion/internal/memory"
 )
@@ -60,7 +62,7 @@ func (s *Store) PutVectors(ctx context.Context, model string, vs []memory.Messag
 
 // SearchVectors implements memory.Vectors: the candidates' vectors are
 // compared in process, then the nearest are read with their threads in
-// one round trip.
+// one statement (nearestSQL); their messages hold what Search's do.
 func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model string, v []float32) ([]memory.SearchResult, error) {
 	if q.Limit <= 0 || len(v) == 0 {
 		return nil, nil
@@ -79,33 +81,33 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 	if len(best) == 0 {
 		return nil, nil
 	}
-	var b pgx.Batch
-	for _, k := range best {
-		b.Queue(`SELECT m.thread_id, t.title, `+messageColsOf("m")+`
-			FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = $1 AND m.seq = $2`, k.Key.ThreadID, k.Key.Seq)
+	threads := make([]string, len(best))
+	seqs := make([]int64, len(best))
+	for i, k := range best {
+		threads[i], seqs[i] = k.Key.ThreadID, k.Key.Seq
 	}
-	var out []memory.SearchResult
-	err = readBatch(s.pool.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
-		for _, k := range best {
-			rows, err := br.Query()
-			if err != nil {
-				return err
-			}
-			found, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (memory.SearchResult, error) {
-				res := memory.SearchResult{Score: k.Score}
-				m, err := scanMessage(r, &res.ThreadID, &res.ThreadTitle)
-				res.Message = m
-				return res, err
-			})
-			if err != nil {
-				return err
-			}
-			// None when the message was deleted since its vector was read.
-			out = append(out, found...)
-		}
-		return nil
-	})
+	rows, err = s.pool.Query(ctx, nearestSQL, threads, seqs)
 	if err != nil {
+		return nil, fmt.Errorf("searching vectors: %w", err)
+	}
+	defer rows.Close()
+	var r struct {
+		i, seq          int64
+		title, id, text string
+		role            pgtype.DriverBytes
+		created         time.Time
+	}
+	dest := []any{&r.i, &r.title, &r.seq, &r.id, &r.role, &r.text, &r.created}
+	out := make([]memory.SearchResult, 0, len(best))
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("searching vectors: %w", err)
+		}
+		k := best[r.i-1]
+		out = append(out, memory.SearchResult{ThreadID: k.Key.ThreadID, ThreadTitle: r.title, Score: k.Score,
+			Message: memory.Message{Seq: r.seq, ID: r.id, Role: role(r.role), Text: r.text, CreatedAt: r.created.UTC()}})
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
 	if q.Context > 0 && len(out) > 0 {
@@ -115,6 +117,19 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 	}
 	return out, nil
 }
+
+// nearestSQL reads the messages of threads $1 and seqs $2 (each pair a
+// message's key) with their threads' titles, each row the index of its
+// pair (from 1), in the pairs' order; none for a message deleted since
+// its vector was read. The pairs are walked by their indexes, as in
+// aroundSQL (which says why); each message and title is read by its key
+// for its pair (laterally, and in a subquery: joined, a plan for 1,000
+// pairs could hash every thread).
+const nearestSQL = `SELECT r.i, (SELECT title FROM threads WHERE id = m.thread_id), m.seq, m.id, m.role, m.text, m.created_at
+	FROM generate_subscripts($1::text[], 1) AS r (i)
+	CROSS JOIN LATERAL (SELECT thread_id, seq, id, role, text, created_at FROM messages
+		WHERE thread_id = ($1::text[])[r.i] AND seq = ($2::bigint[])[r.i]) m
+	ORDER BY r.i`
 
 // DropVectors implements memory.Vectors.
 func (s *Store) DropVectors(ctx context.Context, model string) (int64, error) {
