@@ -108,7 +108,9 @@ type Knowledge interface {
 	// match q.Text, from the full-text index kept with the messages, as
 	// rank.go says (a bounded share of a long history). A text without
 	// words to look for (SearchTerms: only stop words, or none) finds
-	// nothing.
+	// nothing. A result's message, and those of its context, carry what
+	// a search shows (seq, id, role, text, date); a store may leave out
+	// their model messages, pending mark and run.
 	Search(ctx context.Context, q SearchQuery) ([]SearchResult, error)
 	// Around reads the n messages before and after each result's message
 	// in its thread into its Before and After (replacing what they held),

@@ -141,8 +141,9 @@ func recallBlock(results []memory.SearchResult, now time.Time, maxBytes int) str
 	// when it does not fit.
 	b := make([]byte, 0, min(maxBytes, 4096))
 	b = append(b, RecallHeading...)
-	shown := map[string]bool{}
-	key := func(thread string, m memory.Message) string { return thread + "\x00" + m.ID }
+	type id struct{ thread, message string }
+	shown := map[id]bool{}
+	key := func(thread string, m memory.Message) id { return id{thread, m.ID} }
 	line := func(b []byte, lead string, role string, text string) []byte {
 		b = append(b, lead...)
 		b = append(b, saidBy(role)...)
@@ -201,10 +202,14 @@ func saidBy(role string) string {
 	return "the user said"
 }
 
-// oneLine is text on one line, shortened past a few hundred bytes.
+// oneLine is text on one line, shortened past a few hundred bytes: its
+// runs of white space made one space.
 func oneLine(text string) string {
-	text = strings.Join(strings.Fields(text), " ")
 	const most = 400
+	if len(text) <= most && !needsFolding(text) {
+		return text
+	}
+	text = strings.Join(strings.Fields(text), " ")
 	if len(text) > most {
 		cut := most
 		for cut > 0 && text[cut]&0xC0 == 0x80 {
@@ -213,6 +218,27 @@ func oneLine(text string) string {
 		text = text[:cut] + "..."
 	}
 	return text
+}
+
+// needsFolding reports whether text has white space other than single
+// spaces between words (what strings.Fields and a join would change).
+func needsFolding(text string) bool {
+	prev := byte(' ')
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c >= 0x80:
+			return true // possibly Unicode white space: the slow way
+		case c == ' ':
+			if prev == ' ' {
+				return true // leading, or doubled
+			}
+		case c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+			return true
+		}
+		prev = c
+	}
+	return prev == ' ' // trailing, or empty
 }
 
 // ago says how long before now t was, as a person would: today,
