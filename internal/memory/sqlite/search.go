@@ -54,8 +54,10 @@ func match(token, col, word string) string {
 	return `res:"` + token + `" AND ` + col + `:"` + word + `"`
 }
 
-// Search implements memory.Knowledge, as memory's rank.go says, in two
-// statements: the rowid from which the resource's SearchRecentMessages
+// Search implements memory.Knowledge, as memory's rank.go says: in the
+// recall index (searchIndex) when it holds the resource's history; else,
+// in the full-text index's bounded share, in two statements: the rowid
+// from which the resource's SearchRecentMessages
 // newest messages start, and how many of those hold each word in their
 // text; then one that collects, for each word, the recent messages that
 // hold it (and for a rare one the newest SearchOlderMatches older ones),
