@@ -217,6 +217,15 @@ func (c *Cache) Loading(key string) bool {
 // keeps the index it took last, whatever its size).
 func (c *Cache) Max() int { return c.max }
 
+// Clear lets every index held go.
+func (c *Cache) Clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.lru.Len() > 0 {
+		c.remove(c.lru.Back().Value.(*entry))
+	}
+}
+
 // Held is how many messages the indexes held hold.
 func (c *Cache) Held() int {
 	c.mu.Lock()

@@ -150,3 +150,16 @@ func TestCacheLoadFails(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCacheClear(t *testing.T) {
+	c := NewCache(0)
+	for _, k := range []string{"a", "b"} {
+		if _, err := c.Get(context.Background(), k, func(context.Context) ([]Doc, error) { return []Doc{mkdoc(1, k+"-t", 1, "cello")}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Clear()
+	if c.Held() != 0 || c.Cached("a") != nil || c.ForThread("b-t") != nil {
+		t.Fatalf("after Clear: held %d", c.Held())
+	}
+}

@@ -66,6 +66,10 @@ func match(token, col, word string) string {
 // from messages, joined to what was found: the hits are bounded, whatever
 // the history.
 func (s *Store) Search(ctx context.Context, q memory.SearchQuery) ([]memory.SearchResult, error) {
+	if s.loads.Err() != nil {
+		// Closed: the recall index answers no more than the database.
+		return nil, fmt.Errorf("searching: %w", errClosed)
+	}
 	terms := memory.SearchTerms(q.Text)
 	if len(terms) == 0 || q.Limit <= 0 {
 		return nil, nil
@@ -180,6 +184,9 @@ func (s *Store) results(ctx context.Context, rows *sql.Rows, context int) ([]mem
 // results' resource when it is held, else in one statement for up to
 // batchSize results.
 func (s *Store) Around(ctx context.Context, rs []memory.SearchResult, n int) error {
+	if s.loads.Err() != nil {
+		return fmt.Errorf("reading messages: %w", errClosed)
+	}
 	var rest []memory.SearchResult
 	var at []int
 	for i := range rs {

@@ -332,6 +332,7 @@ func (s *Store) Close() error {
 		s.cancelLoads()
 		s.loadMu.Unlock()
 		s.loading.Wait()
+		s.recall.Clear()
 	}
 	if s.closing != nil {
 		s.wmu.Lock()

@@ -322,3 +322,29 @@ func TestLongHistoryIndexedInBackground(t *testing.T) {
 		t.Fatalf("from the recall index: found %v, from the full-text index %v", got, first)
 	}
 }
+
+// TestSearchAfterClose: a closed store's search fails, though its recall
+// index held the history.
+func TestSearchAfterClose(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "companion.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(ctx, memorytest.CompanionHistory("u0", time.Now()), func(memory.Thread, []memory.Message) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	q := memory.SearchQuery{ResourceID: "u0", Text: "dog", Limit: 3}
+	if rs, err := s.Search(ctx, q); err != nil || len(rs) == 0 || !s.RecallHeld("u0") {
+		t.Fatalf("before closing: %d results, %v", len(rs), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := s.Search(ctx, q); err == nil {
+		t.Fatalf("after closing: %d results, no error", len(rs))
+	}
+	if s.RecallHeld("u0") {
+		t.Fatal("a closed store holds a recall index")
+	}
+}
