@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"github.com/companionhq/companion/internal/memory/memorytest"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
 	"github.com/companionhq/companion/internal/redact"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // benchTurns sends one turn per iteration, each on a thread of its own,
@@ -93,8 +93,7 @@ func benchTurns(b *testing.B, databaseURL, path string, configure ...func(*app.C
 	b.ResetTimer()
 	// The process's CPU time per turn is steadier than the wall time on a
 	// shared machine: compare it before and after a change.
-	cpu0 := cpuTime(b)
-	defer func() { b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op") }()
+	defer testkit.CPUPerOp(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if err := turn(); err != nil {
@@ -142,15 +141,6 @@ func benchPool(n int) int {
 
 // benchResource is the id of resource r of the pool.
 func benchResource(r int) string { return fmt.Sprint("u", r) }
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
-}
 
 func BenchmarkGenerateSQLite(b *testing.B) {
 	benchTurns(b, apptest.SQLiteURL(b), "/api/agents/companionAgent/generate")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/companionhq/companion/internal/memory/memorytest"
 	"github.com/companionhq/companion/internal/memory/postgres"
 	"github.com/companionhq/companion/internal/memory/postgres/pgtest"
+	"github.com/companionhq/companion/internal/testkit"
 )
 
 // BenchmarkRecallCPU measures what a recall costs this process, not the
@@ -51,7 +51,7 @@ func BenchmarkRecallCPU(b *testing.B) {
 			b.Run(resource+"/"+kind, func(b *testing.B) {
 				found := 0
 				b.ReportAllocs()
-				cpu0 := cpuTime(b)
+				reportCPU := testkit.CPUPerOp(b)
 				for i := 0; b.Loop(); i++ {
 					text := memorytest.CompanionQuestions[i%len(memorytest.CompanionQuestions)]
 					if kind == "context" {
@@ -71,22 +71,13 @@ func BenchmarkRecallCPU(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				reportCPU()
 				if found == 0 {
 					b.Fatal("the questions found nothing")
 				}
 			})
 		}
 	}
-}
-
-// cpuTime is the CPU time the process has used, user and system.
-func cpuTime(b *testing.B) time.Duration {
-	var u syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // TestLongSearchWeighsNeighbours: in a history past
