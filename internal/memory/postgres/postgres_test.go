@@ -874,6 +874,24 @@ func TestAnswerRetriesALostConnection(t *testing.T) {
 	}
 }
 
+// seedSearchPlan fills the tables of the search's plan tests: thread t0,
+// resource "mine", of 1,500 messages; t1 to t40, resources "other1" to
+// "other40", of 100 each; message s of thread i saying text (an SQL
+// expression of i and s), indexed for search; then analysed.
+func seedSearchPlan(t *testing.T, conn *pgxpool.Conn, text string) {
+	t.Helper()
+	execAll(t, conn,
+		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
+			SELECT 't' || i, CASE WHEN i = 0 THEN 'mine' ELSE 'other' || i END, now(), now(), CASE WHEN i = 0 THEN 1500 ELSE 100 END FROM generate_series(0, 40) i`,
+		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
+			SELECT 't' || i, s, 'm' || s, 'user', `+text+`, '[]', now()
+			FROM generate_series(0, 40) i, generate_series(1, CASE WHEN i = 0 THEN 1500 ELSE 100 END) s`,
+		`INSERT INTO message_search (thread_id, seq, resource_id, doc)
+			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id ORDER BY t.id, m.seq`,
+		`ANALYZE`,
+	)
+}
+
 // TestExactSearchReadsTheResource: a search of a short history reads
 // that resource's messages through the (resource_id, id) index, each
 // once, and not the other resources' that hold its words too; the
@@ -884,16 +902,7 @@ func TestExactSearchReadsTheResource(t *testing.T) {
 	conn := acquire(t, s)
 	// Mine: 1,500 messages, "garden" in every fifth. Forty others: 100
 	// messages each, "garden" in every other.
-	execAll(t, conn,
-		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
-			SELECT 't' || i, CASE WHEN i = 0 THEN 'mine' ELSE 'other' || i END, now(), now(), CASE WHEN i = 0 THEN 1500 ELSE 100 END FROM generate_series(0, 40) i`,
-		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
-			SELECT 't' || i, s, 'm' || s, 'user', CASE WHEN i > 0 AND s % 2 = 0 THEN 'tbilisi garden' WHEN s % 5 = 0 THEN 'the garden is dry' ELSE 'hello there' END, '[]', now()
-			FROM generate_series(0, 40) i, generate_series(1, CASE WHEN i = 0 THEN 1500 ELSE 100 END) s`,
-		`INSERT INTO message_search (thread_id, seq, resource_id, doc)
-			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id ORDER BY t.id, m.seq`,
-		`ANALYZE`,
-	)
+	seedSearchPlan(t, conn, `CASE WHEN i > 0 AND s % 2 = 0 THEN 'tbilisi garden' WHEN s % 5 = 0 THEN 'the garden is dry' ELSE 'hello there' END`)
 	var size int64
 	if err := conn.QueryRow(ctx, postgres.ResourceSizeSQL, "mine", memory.SearchExactMessages).Scan(&size); err != nil || size != 1500 {
 		t.Fatalf("size %d (%v), want 1500", size, err)
@@ -928,17 +937,8 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 	conn := acquire(t, s)
 	// Mine: 1,500 messages, "tbilisi" in the 50 oldest, "garden" in every
 	// fifth. Forty others: 100 messages each, both words in every other.
-	execAll(t, conn,
-		`INSERT INTO threads (id, resource_id, created_at, updated_at, last_seq)
-			SELECT 't' || i, CASE WHEN i = 0 THEN 'mine' ELSE 'other' || i END, now(), now(), CASE WHEN i = 0 THEN 1500 ELSE 100 END FROM generate_series(0, 40) i`,
-		`INSERT INTO messages (thread_id, seq, id, role, text, model, created_at)
-			SELECT 't' || i, s, 'm' || s, 'user', CASE WHEN i > 0 AND s % 2 = 0 THEN 'tbilisi garden' WHEN i = 0 AND s <= 50 THEN 'my trip to tbilisi'
-				WHEN s % 5 = 0 THEN 'the garden is dry' ELSE 'hello there' END, '[]', now()
-			FROM generate_series(0, 40) i, generate_series(1, CASE WHEN i = 0 THEN 1500 ELSE 100 END) s`,
-		`INSERT INTO message_search (thread_id, seq, resource_id, doc)
-			SELECT m.thread_id, m.seq, t.resource_id, search_doc(t.resource_id, m.text, '') FROM messages m JOIN threads t ON t.id = m.thread_id ORDER BY t.id, m.seq`,
-		`ANALYZE`,
-	)
+	seedSearchPlan(t, conn, `CASE WHEN i > 0 AND s % 2 = 0 THEN 'tbilisi garden' WHEN i = 0 AND s <= 50 THEN 'my trip to tbilisi'
+		WHEN s % 5 = 0 THEN 'the garden is dry' ELSE 'hello there' END`)
 	var plan []struct{ Plan explainNode }
 	// A bound of 1,000 messages for a history ranked whole, so that this
 	// one of 1,500 is searched as a longer one is.
