@@ -71,10 +71,9 @@ type title struct {
 type doc struct {
 	row    int64
 	thread string
-	seq    int64
-	msg    memory.Message
-	terms  []int32 // the distinct terms of its text, sorted
-	length int32   // distinct terms of its text and neighbours', plus one
+	msg    memory.Message // its seq is the message's in the thread
+	terms  []int32        // the distinct terms of its text, sorted
+	length int32          // distinct terms of its text and neighbours', plus one
 	// prev and next are the docs of the messages before and after it in
 	// its thread, or -1.
 	prev, next int32
@@ -116,7 +115,7 @@ func (x *Index) Add(docs ...Doc) {
 		var terms []int32
 		terms, buf = x.termsOf(m.Text, buf[:0])
 		prev, next := x.at(d.ThreadID, seq-1), x.at(d.ThreadID, seq+1)
-		x.docs = append(x.docs, doc{row: d.Row, thread: d.ThreadID, seq: seq, msg: m, terms: terms, prev: prev, next: next})
+		x.docs = append(x.docs, doc{row: d.Row, thread: d.ThreadID, msg: m, terms: terms, prev: prev, next: next})
 		if prev >= 0 {
 			x.docs[prev].next = i
 		}
@@ -188,6 +187,19 @@ func (x *Index) Around(thread string, seq int64, n int) ([]memory.Message, bool)
 		}
 	}
 	return out, true
+}
+
+// Message is thread's message seq as a search shows it, with the thread's
+// title, and whether the index holds it.
+func (x *Index) Message(thread string, seq int64) (Hit, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	i := x.at(thread, seq)
+	if i < 0 {
+		return Hit{}, false
+	}
+	d := &x.docs[i]
+	return Hit{Row: d.row, ThreadID: thread, ThreadTitle: x.titles[thread].text, Message: d.msg}, true
 }
 
 // Threads calls f with each thread the index holds messages of.

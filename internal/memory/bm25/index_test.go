@@ -240,3 +240,20 @@ func BenchmarkSearch(b *testing.B) {
 		x.Search(q)
 	}
 }
+
+func TestMessage(t *testing.T) {
+	x := New(nil)
+	x.Add(Doc{Row: 7, ThreadID: "t", ThreadTitle: "Music", Version: 1, Message: memory.Message{Seq: 2, ID: "m", Text: "cello", Model: []byte(`[]`)}})
+	h, ok := x.Message("t", 2)
+	if !ok || h.Row != 7 || h.ThreadTitle != "Music" || h.Message.ID != "m" || h.Message.Model != nil {
+		t.Fatalf("Message(t, 2) = %+v, %v", h, ok)
+	}
+	for _, k := range []struct {
+		thread string
+		seq    int64
+	}{{"t", 1}, {"t", 3}, {"u", 2}} {
+		if _, ok := x.Message(k.thread, k.seq); ok {
+			t.Errorf("Message(%s, %d): ok", k.thread, k.seq)
+		}
+	}
+}

@@ -76,7 +76,8 @@ var vectorHitSQL = `SELECT m.thread_id, t.title, ` + prefixed("m.", messageCols)
 	FROM messages m JOIN threads t ON t.id = m.thread_id WHERE m.thread_id = ? AND m.seq = ?`
 
 // SearchVectors implements memory.Vectors: the candidates' vectors are
-// compared in process, then the nearest are read with their threads.
+// compared in process, then the nearest are read with their threads, from
+// the recall index when it holds the resource.
 func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model string, v []float32) ([]memory.SearchResult, error) {
 	if q.Limit <= 0 || len(v) == 0 {
 		return nil, nil
@@ -91,7 +92,16 @@ func (s *Store) SearchVectors(ctx context.Context, q memory.SearchQuery, model s
 		return nil, fmt.Errorf("searching vectors: %w", err)
 	}
 	out := make([]memory.SearchResult, 0, len(best))
+	// The recall index, when it holds the resource, holds what a search
+	// shows of its messages: a message it does not hold was deleted.
+	x := s.recall.Cached(q.ResourceID)
 	for _, b := range best {
+		if x != nil {
+			if h, ok := x.Message(b.Key.ThreadID, b.Key.Seq); ok {
+				out = append(out, memory.SearchResult{ThreadID: h.ThreadID, ThreadTitle: h.ThreadTitle, Message: h.Message, Score: b.Score})
+			}
+			continue
+		}
 		r := memory.SearchResult{Score: b.Score}
 		m, err := scanMessage(s.stVectorHit.QueryRowContext(ctx, b.Key.ThreadID, b.Key.Seq),
 			&r.ThreadID, &r.ThreadTitle)
