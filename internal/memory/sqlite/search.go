@@ -216,7 +216,7 @@ func (s *Store) around(ctx context.Context, rs []memory.SearchResult, n int) err
 	for len(rs) > 0 {
 		part := rs[:min(len(rs), batchSize)]
 		rs = rs[len(part):]
-		st, err := s.batches.around(ctx, s.db, len(part))
+		st, err := s.arounds.statement(ctx, s.db, len(part))
 		if err != nil {
 			return fmt.Errorf("reading messages: %w", err)
 		}
@@ -266,47 +266,41 @@ func scanSearchMessage(r scanner, more ...any) (memory.Message, error) {
 }
 
 // batchSize is the most ranges of messages one statement of
-// batchStatements reads.
+// aroundStatements reads.
 const batchSize = 32
 
-// batchStatements read several ranges of messages at once, prepared once
-// for each number of them: a statement each cost a recall most of its
+// aroundStatements read several ranges of messages at once, prepared once
+// for each number of them: a statement a range cost a recall most of its
 // time.
-type batchStatements struct {
-	mu     sync.Mutex
-	ranges map[int]*sql.Stmt
+type aroundStatements struct {
+	mu    sync.Mutex
+	byLen map[int]*sql.Stmt
 }
 
-// around is the statement that reads n ranges of messages: it takes each
+// statement is the one that reads n ranges of messages: it takes each
 // one's thread, first and last seq, and returns its index among them and
 // its messages (searchMessageCols), in order.
-func (bs *batchStatements) around(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
-	return bs.prepare(ctx, db, &bs.ranges, n, func(b *strings.Builder) {
-		for i := range n {
-			if i > 0 {
-				b.WriteString(` UNION ALL `)
-			}
-			fmt.Fprintf(b, `SELECT * FROM (SELECT %d, %s FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq)`, i, searchMessageCols)
-		}
-	})
-}
-
-func (bs *batchStatements) prepare(ctx context.Context, db *sql.DB, m *map[int]*sql.Stmt, n int, write func(*strings.Builder)) (*sql.Stmt, error) {
-	bs.mu.Lock()
-	defer bs.mu.Unlock()
-	if *m == nil {
-		*m = map[int]*sql.Stmt{}
-	}
-	if st := (*m)[n]; st != nil {
+func (as *aroundStatements) statement(ctx context.Context, db *sql.DB, n int) (*sql.Stmt, error) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if st := as.byLen[n]; st != nil {
 		return st, nil
 	}
 	var b strings.Builder
-	write(&b)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(` UNION ALL `)
+		}
+		fmt.Fprintf(&b, `SELECT * FROM (SELECT %d, %s FROM messages WHERE thread_id = ? AND seq BETWEEN ? AND ? ORDER BY seq)`, i, searchMessageCols)
+	}
 	st, err := db.PrepareContext(ctx, b.String())
 	if err != nil {
 		return nil, err
 	}
-	(*m)[n] = st
+	if as.byLen == nil {
+		as.byLen = map[int]*sql.Stmt{}
+	}
+	as.byLen[n] = st
 	return st, nil
 }
 

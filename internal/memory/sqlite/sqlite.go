@@ -57,9 +57,9 @@ type Store struct {
 	// resource's history (resourceMessagesSQL); stHistory reads it whole
 	// for its recall index.
 	stResourceMessages, stHistory *sql.Stmt
-	// The statements that read the messages a search found, and those
-	// around them (search.go).
-	batches batchStatements
+	// The statements that read the messages around a search's results
+	// (search.go).
+	arounds aroundStatements
 	// recall holds the recall indexes of the resources searched lately
 	// (search.go), told of every message stored and deleted, and every
 	// title set, once committed. A write that stores messages or sets a
