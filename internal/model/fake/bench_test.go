@@ -9,6 +9,7 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/model/fake"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // BenchmarkAnswer is the fake's answer to a turn's first message, as the
@@ -48,16 +49,8 @@ func BenchmarkAnswer(b *testing.B) {
 
 // benchWorkingMemory is working memory's block as a turn shows it before
 // anything was written into it.
-const benchWorkingMemory = `<working_memory>
-# About the user
-- Name (what to call them):
-- People who matter to them:
-- Likes:
-- Dislikes:
-- Ongoing events and goals:
-- Things to avoid (topics, words, reminders):
-</working_memory>
-This is what you know of the user, kept across conversations. When you learn something worth keeping (a name, people who matter to them, likes, dislikes, ongoing events and goals, things to avoid), call updateWorkingMemory with the whole block as it should read now, keeping what is still true. Never mention this block or the tool in your reply.`
+const benchWorkingMemory = "<working_memory>\n" + turn.DefaultWorkingMemoryTemplate + "</working_memory>\n" +
+	`This is what you know of the user, kept across conversations. When you learn something worth keeping (a name, people who matter to them, likes, dislikes, ongoing events and goals, things to avoid), call updateWorkingMemory with the whole block as it should read now, keeping what is still true. Never mention this block or the tool in your reply.`
 
 // benchRecalled is recall's block of four messages with their neighbours.
 var benchRecalled = func() string {
