@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -19,6 +20,17 @@ func TestOneLine(t *testing.T) {
 		}
 		if got := oneLine(text); got != want {
 			t.Errorf("oneLine(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// TestAppendQuote: the fast path quotes as strconv.AppendQuote does.
+func TestAppendQuote(t *testing.T) {
+	for _, s := range []string{"", "a", "plain sentence, with punctuation.", `say "hi"`, `back\slash`, "tab\there", "new\nline",
+		"é", "caf\u00e9 au lait", "\x7f", "\x00", "emoji \U0001F600", "\xff invalid", "~ tilde", strings.Repeat("x", 5000)} {
+		want := string(strconv.AppendQuote([]byte("<"), s))
+		if got := string(appendQuote([]byte("<"), s)); got != want {
+			t.Errorf("appendQuote(%q) = %s, want %s", s, got, want)
 		}
 	}
 }

@@ -148,7 +148,7 @@ func recallBlock(results []memory.SearchResult, now time.Time, maxBytes int) str
 		b = append(b, lead...)
 		b = append(b, saidBy(role)...)
 		b = append(b, ": "...)
-		return strconv.AppendQuote(b, oneLine(text))
+		return appendQuote(b, oneLine(text))
 	}
 	any := false
 	for _, r := range results {
@@ -163,7 +163,7 @@ func recallBlock(results []memory.SearchResult, now time.Time, maxBytes int) str
 		b = append(b, ')')
 		if r.ThreadTitle != "" {
 			b = append(b, ", in the conversation "...)
-			b = strconv.AppendQuote(b, r.ThreadTitle)
+			b = appendQuote(b, r.ThreadTitle)
 		}
 		b = line(b, ", ", r.Message.Role, r.Message.Text)
 		var around []memory.Message
@@ -218,6 +218,20 @@ func oneLine(text string) string {
 		text = text[:cut] + "..."
 	}
 	return text
+}
+
+// appendQuote is strconv.AppendQuote: a recall block quotes some
+// kilobytes a turn, and AppendQuote looks each rune up in Unicode's
+// tables, where most text is printable ASCII that it copies as it is.
+func appendQuote(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return strconv.AppendQuote(b, s)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // needsFolding reports whether text has white space other than single

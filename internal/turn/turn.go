@@ -152,6 +152,9 @@ type State struct {
 	Thread memory.Thread
 	held   memory.Turn
 	tail   []memory.Message
+	// wm is working memory when the store read it as it took the thread
+	// (workingMemoryBeginner), for the step that shows it.
+	wm *memory.WorkingMemory
 	// queryVec receives the new message's vector, for recall, when an
 	// embedding model makes one (vectors.go).
 	queryVec <-chan []float32
@@ -381,7 +384,7 @@ func (t *Turns) take(ctx context.Context, s *State) error {
 	// owns it. Only a busy thread's owner is read first, so that a foreign
 	// request is refused before it would wait in the thread's queue. (A
 	// read less for most turns.)
-	turn, th, _, err := memory.LockAndBegin(ctx, t.cfg.Store, tmpl, n, ids, plan)
+	turn, th, err := t.lockBegin(ctx, s, tmpl, n, ids, plan)
 	if errors.Is(err, memory.ErrBusy) {
 		turn, th, err = t.takeBusy(ctx, in, tmpl, n, ids, plan)
 	} else if err != nil {
@@ -393,6 +396,21 @@ func (t *Turns) take(ctx context.Context, s *State) error {
 	s.held, s.Thread = turn, th
 	s.In.History, s.In.Messages = history, msgs
 	return nil
+}
+
+// lockBegin is memory.LockAndBegin; working memory is read in the same
+// round trip where the store can (workingMemoryBeginner), into s.wm.
+func (t *Turns) lockBegin(ctx context.Context, s *State, tmpl memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, error) {
+	if wb, ok := t.cfg.Store.(workingMemoryBeginner); ok && !t.cfg.WorkingMemory.Off {
+		scope, key := t.cfg.WorkingMemory.key(s.In.ThreadID, s.In.ResourceID)
+		turn, th, _, wm, err := wb.LockBeginWorkingMemory(ctx, tmpl, n, ids, plan, scope, key)
+		if err == nil {
+			s.wm = &wm
+		}
+		return turn, th, err
+	}
+	turn, th, _, err := memory.LockAndBegin(ctx, t.cfg.Store, tmpl, n, ids, plan)
+	return turn, th, err
 }
 
 // takeBusy takes the turn of a busy thread: its owner is read first, so

@@ -410,9 +410,14 @@ func (t *Turns) workingMemory(ctx context.Context, s *State) error {
 		return nil
 	}
 	scope, key := cfg.key(s.In.ThreadID, s.In.ResourceID)
-	cur, err := t.cfg.Store.WorkingMemory(ctx, scope, key)
-	if err != nil {
-		return storeErr(err)
+	var cur memory.WorkingMemory
+	if s.wm != nil {
+		cur = *s.wm
+	} else {
+		var err error
+		if cur, err = t.cfg.Store.WorkingMemory(ctx, scope, key); err != nil {
+			return storeErr(err)
+		}
 	}
 	content := cur.Content
 	if cur.Version == 0 {
@@ -422,6 +427,14 @@ func (t *Turns) workingMemory(ctx context.Context, s *State) error {
 	s.In.Tools = append(s.In.Tools, &workingMemoryTool{t: t, cfg: cfg, base: cur,
 		wm: memory.WorkingMemory{Scope: scope, Key: key, ResourceID: s.In.ResourceID}})
 	return nil
+}
+
+// workingMemoryBeginner is a store that reads working memory scope and
+// key in the round trip that takes and begins a thread
+// (memory.LockAndBegin), after it is taken: PostgreSQL, where that saves
+// a turn a round trip, the most of the service's CPU a read costs.
+type workingMemoryBeginner interface {
+	LockBeginWorkingMemory(ctx context.Context, t memory.Thread, n int, ids []string, plan memory.Plan, scope, key string) (memory.Turn, memory.Thread, []memory.Message, memory.WorkingMemory, error)
 }
 
 var _ agent.Tool = (*workingMemoryTool)(nil)

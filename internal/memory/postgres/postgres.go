@@ -624,7 +624,7 @@ func (t *turn) Open(ctx context.Context, th memory.Thread) (memory.Thread, error
 }
 
 func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Thread, []memory.Message, error) {
-	return t.begin(ctx, th, n, ids, plan, false)
+	return t.begin(ctx, th, n, ids, plan, beginWith{})
 }
 
 // LockBegin implements memory.LockBeginner: the lease is taken in the
@@ -634,6 +634,25 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 // back. A round trip and a transaction less than Lock and Begin; the lease
 // commits with the turn's first messages, waiting for the disk as they do.
 func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, []memory.Message, error) {
+	t, cur, out, err := s.lockBegin(ctx, th, n, ids, plan, nil)
+	return t, cur, out, err
+}
+
+// LockBeginWorkingMemory is LockBegin that reads working memory scope and
+// key too (as WorkingMemory does), in the batch of Begin's reads: a turn
+// that shows working memory saves a round trip.
+func (s *Store) LockBeginWorkingMemory(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, scope, key string) (memory.Turn, memory.Thread, []memory.Message, memory.WorkingMemory, error) {
+	wm := memory.WorkingMemory{Scope: scope, Key: key}
+	t, cur, out, err := s.lockBegin(ctx, th, n, ids, plan, &wm)
+	if err != nil {
+		return nil, cur, nil, memory.WorkingMemory{}, err
+	}
+	return t, cur, out, wm, nil
+}
+
+// lockBegin is LockBegin; with wm, it reads wm.Scope and wm.Key's working
+// memory into wm.
+func (s *Store) lockBegin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, wm *memory.WorkingMemory) (memory.Turn, memory.Thread, []memory.Message, error) {
 	release, err := s.acquire(ctx, th.ID, 0)
 	if err != nil {
 		return nil, th, nil, err
@@ -645,7 +664,7 @@ func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []st
 			release()
 		}
 	}()
-	cur, out, err := t.begin(ctx, th, n, ids, plan, true)
+	cur, out, err := t.begin(ctx, th, n, ids, plan, beginWith{take: true, wm: wm})
 	if errors.Is(err, errLeaseLost) {
 		return nil, cur, nil, fmt.Errorf("thread %q: %w", th.ID, memory.ErrBusy)
 	}
@@ -657,8 +676,15 @@ func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []st
 	return t, cur, out, nil
 }
 
-// begin is Begin; with take, it takes the thread's lease too (LockBegin).
-func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, take bool) (memory.Thread, []memory.Message, error) {
+// beginWith is what begin does besides Begin's: take, the lease
+// (LockBegin); wm, read working memory (LockBeginWorkingMemory).
+type beginWith struct {
+	take bool
+	wm   *memory.WorkingMemory
+}
+
+// begin is Begin, and what with asks besides.
+func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, with beginWith) (memory.Thread, []memory.Message, error) {
 	meta := th.Metadata
 	if meta == nil {
 		meta = json.RawMessage(`{}`)
@@ -675,7 +701,7 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			// third when the messages are many enough to be copied in).
 			var b pgx.Batch
 			b.Queue(`BEGIN`)
-			if take {
+			if with.take {
 				b.Queue(takeSQL, t.id, t.owner, Lease.String())
 			}
 			b.Queue(holdSQL, t.id, t.owner)
@@ -685,13 +711,16 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			b.Queue(threadSQL, t.id)
 			b.Queue(tailSQL, t.id, max(n, 0))
 			b.Queue(knownSQL, t.id, ids)
+			if with.wm != nil {
+				b.Queue(currentWorkingMemorySQL, with.wm.Scope, with.wm.Key)
+			}
 			var tail []memory.Message
 			var known map[string]bool
 			err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 				if _, err := br.Exec(); err != nil {
 					return err
 				}
-				if take {
+				if with.take {
 					if _, err := br.Exec(); err != nil {
 						return fmt.Errorf("locking thread %q: %w", t.id, err)
 					}
@@ -714,7 +743,13 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 					return err
 				}
 				slices.Reverse(tail)
-				known, err = collectKnown(br.Query())
+				if known, err = collectKnown(br.Query()); err != nil || with.wm == nil {
+					return err
+				}
+				wm, err := scanCurrentWorkingMemory(br.QueryRow(), with.wm.Scope, with.wm.Key)
+				if err == nil {
+					*with.wm = wm
+				}
 				return err
 			})
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -958,5 +959,48 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 	}
 	if read := plan[0].Plan.rowsRead("messages"); read > 5*3 {
 		t.Errorf("the search reads %d rows of messages, want 15 at most:\n%s", read, b)
+	}
+}
+
+// TestLockBeginWorkingMemory: the working memory LockBeginWorkingMemory
+// reads with the thread is WorkingMemory's (the current version, or
+// Version 0 before any), and a busy thread is refused as by LockBegin.
+func TestLockBeginWorkingMemory(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t, "")
+	th := func(id string) memory.Thread {
+		return memory.Thread{ID: id, ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	}
+	nothing := func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }
+
+	turn, _, _, wm, err := s.LockBeginWorkingMemory(ctx, th("a"), 10, nil, nothing, memory.ScopeResource, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wm.Version != 0 || wm.Scope != memory.ScopeResource || wm.Key != "r" || wm.Content != "" {
+		t.Fatalf("before any version: %+v", wm)
+	}
+	if _, _, _, _, err := s.LockBeginWorkingMemory(ctx, th("a"), 10, nil, nothing, memory.ScopeResource, "r"); !errors.Is(err, memory.ErrBusy) {
+		t.Fatalf("a held thread: %v, want ErrBusy", err)
+	}
+	turn.Unlock()
+
+	for _, content := range []string{"- Name: Ada", "- Name: Ada\n- Likes: tea"} {
+		if _, err := s.UpdateWorkingMemory(ctx, memory.WorkingMemory{Scope: memory.ScopeResource, Key: "r", ResourceID: "r", UpdatedAt: time.Now()},
+			func(memory.WorkingMemory) (string, error) { return content, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := s.WorkingMemory(ctx, memory.ScopeResource, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, _, _, wm, err = s.LockBeginWorkingMemory(ctx, th("b"), 10, nil, nothing, memory.ScopeResource, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Unlock()
+	if wm.Version != 2 || !reflect.DeepEqual(wm, want) {
+		t.Fatalf("LockBeginWorkingMemory read %+v, WorkingMemory %+v", wm, want)
 	}
 }
