@@ -11,7 +11,7 @@ LDFLAGS = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # their own so that the service's go.mod does not require what they use.
 MODULES = . deploy
 
-.PHONY: run install test services golden check build fakes help up down bench-compare bench-streams bench-recall load load-smoke
+.PHONY: run install test services golden check build fakes help up down bench-compare bench-streams bench-recall eval-safety load load-smoke
 
 ## run: serve the API on its embedded defaults (fake model) at 127.0.0.1:4111; PORT=4112 serves it at 127.0.0.1:4112
 # Without PORT, no -addr is given, so that COMPANION_ADDR still applies.
@@ -71,6 +71,11 @@ bench-streams:
 ## bench-recall: the memory search on a generated recall set (personas, sessions, labelled questions), next to plain BM25; SQLite and PostgreSQL (BENCH_FLAGS adds flags)
 bench-recall:
 	$(GO) run ./tools/benchrecall $(BENCH_FLAGS)
+
+## eval-safety: the crisis detector on its labelled set: recall and false trips per kind, misses listed; EVAL_SAFETY_FLAGS adds
+## -set FILE (another set, same format), -guard-url URL -guard-model NAME -guard-key KEY (a moderation endpoint as second opinion)
+eval-safety:
+	$(GO) run ./tools/evalsafety $(EVAL_SAFETY_FLAGS)
 
 ## load: the k6 scripts (deploy/k6; k6 built into bin/ when missing) against a local service on the fake model
 load:

@@ -8,6 +8,9 @@
 // from) and are compared with them in the tests. It refuses with 400, in OpenAI's error body, the requests the real
 // API refuses (see Check).
 //
+// It also answers POST /v1/moderations, and chat requests to the model
+// "fake-guard" as a guard model, both by the fixed rules of Moderate.
+//
 // It is deterministic, runs in-process (it is an http.Handler) or as a
 // process (fakes openai), and takes the knobs of fakes/upstream: pace per
 // token, first-token delay, and injected faults.
@@ -50,14 +53,16 @@ type chatRequest struct {
 	} `json:"stream_options"`
 }
 
-// ServeHTTP serves POST /v1/chat/completions (and /chat/completions, for a
-// base URL given without /v1).
+// ServeHTTP serves POST /v1/chat/completions and POST /v1/moderations (and
+// both without /v1, for a base URL given without it). A chat request to
+// GuardModel is answered as a guard model would, streamed or not; any
+// other model streams only.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	ex, done := s.Begin(r, body)
 	defer done()
 	switch {
-	case r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions":
+	case r.URL.Path != "/v1/chat/completions" && r.URL.Path != "/chat/completions" && r.URL.Path != "/v1/moderations" && r.URL.Path != "/moderations":
 		writeError(w, http.StatusNotFound, "", "Invalid URL (POST "+r.URL.Path+")", "invalid_request_error", "")
 		return
 	case r.Method != http.MethodPost:
@@ -69,6 +74,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ex.Fault != nil && ex.Fault.Kind == upstream.FaultStatus:
 		msg, typ, code := faultError(ex.Fault.Status)
 		writeError(w, ex.Fault.Status, ex.Fault.RetryAfter, msg, typ, code)
+		return
+	case r.URL.Path == "/v1/moderations" || r.URL.Path == "/moderations":
+		s.moderations(w, r, ex, body)
 		return
 	}
 	var req chatRequest
@@ -84,6 +92,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	mreq, err := toModel(req)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "", err.Error(), "invalid_request_error", "")
+		return
+	}
+	if req.Model == GuardModel {
+		s.guard(w, r, ex, mreq, req.Model, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
 	if !req.Stream {

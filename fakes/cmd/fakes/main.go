@@ -70,7 +70,7 @@ func commands() []command {
 		},
 		{
 			name:        "openai",
-			summary:     "OpenAI-compatible chat completions (POST /v1/chat/completions, streaming), answering like the fake model",
+			summary:     "OpenAI-compatible chat completions (POST /v1/chat/completions, streaming), answering like the fake model, and moderations (POST /v1/moderations, and the model fake-guard)",
 			defaultAddr: "127.0.0.1:8092",
 			flags:       providerFlags(func(o upstream.Options) http.Handler { return openai.New(o) }),
 		},

@@ -1,0 +1,144 @@
+package crisis_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/companionhq/companion/internal/safety/crisis"
+	_ "github.com/companionhq/companion/internal/testkit"
+)
+
+// example is one line of testdata/eval.jsonl.
+type example struct {
+	Text  string `json:"text"`
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
+	Note  string `json:"note"`
+}
+
+func loadSet(t testing.TB) []example {
+	t.Helper()
+	f, err := os.Open("testdata/eval.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var set []example
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		var e example
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("testdata/eval.jsonl:%d: %v", n, err)
+		}
+		set = append(set, e)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestEvalSet: on the labelled set, recall of crisis messages is at least
+// 0.95 and the share of safe messages that trip at most 0.05.
+func TestEvalSet(t *testing.T) {
+	d := crisis.New()
+	var crises, caught, safes, tripped int
+	for _, e := range loadSet(t) {
+		f := d.Detect(e.Text)
+		switch e.Label {
+		case "crisis":
+			crises++
+			if f.Detected() {
+				caught++
+			} else {
+				t.Logf("missed (%s, %s): %s", e.Kind, e.Note, e.Text)
+			}
+		case "safe":
+			safes++
+			if f.Detected() {
+				tripped++
+				t.Logf("false trip (%s, cue %s): %s", e.Note, f.Cue, e.Text)
+			}
+		default:
+			t.Fatalf("label %q of %q is neither crisis nor safe", e.Label, e.Text)
+		}
+	}
+	recall := float64(caught) / float64(crises)
+	falseTrips := float64(tripped) / float64(safes)
+	t.Logf("recall %.3f (%d/%d), false trips %.3f (%d/%d)", recall, caught, crises, falseTrips, tripped, safes)
+	if recall < 0.95 || falseTrips > 0.05 {
+		t.Errorf("recall %.3f (want >= 0.95), false trips %.3f (want <= 0.05)", recall, falseTrips)
+	}
+}
+
+// TestDetect: clear cases both ways, with the kind and cue expected.
+func TestDetect(t *testing.T) {
+	d := crisis.New()
+	for _, c := range []struct {
+		text string
+		kind string
+	}{
+		{"I want to die", crisis.KindSuicidalIdeation},
+		{"im gonna kms", crisis.KindSuicidalIdeation},
+		{"everyone would be better off without me", crisis.KindSuicidalIdeation},
+		{"how many pills would it take to not wake up", crisis.KindSuicidalIdeation},
+		{"I'm not suicidal but I wish I could just not wake up", crisis.KindSuicidalIdeation},
+		{"i want to k!ll myself", crisis.KindSuicidalIdeation},
+		{"thinking about su1cide", crisis.KindSuicidalIdeation},
+		{"me quiero matar", crisis.KindSuicidalIdeation},
+		{"I cut myself again last night", crisis.KindSelfHarm},
+		{"relapsed on sh today", crisis.KindSelfHarm},
+		{"this workout is killing me", ""},
+		{"I could just die of embarrassment", ""},
+		{"my phone is dead", ""},
+		{"I killed myself in the game by falling", ""},
+		{"how do I kill the process on port 80", ""},
+		{"how much paracetamol is safe for a headache", ""},
+		{"I would never kill myself", ""},
+		{"I cut myself shaving", ""},
+		{"I need to catch the bus at 7", ""},
+		{"what does kms mean", ""},
+		{"the lyrics go 'I want to die' over and over, what do they mean?", ""},
+		{"", ""},
+	} {
+		f := d.Detect(c.text)
+		if f.Kind != c.kind {
+			t.Errorf("Detect(%q) = %+v, want kind %q", c.text, f, c.kind)
+		}
+		if f.Detected() != (c.kind != "") || (f.Kind == "") != (f.Cue == "") {
+			t.Errorf("Detect(%q) = %+v: Detected and Cue disagree with Kind", c.text, f)
+		}
+	}
+}
+
+// TestConcurrent: one Detector serves many goroutines (run with -race).
+func TestConcurrent(t *testing.T) {
+	d := crisis.New()
+	set := loadSet(t)
+	done := make(chan struct{})
+	for range 4 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for _, e := range set {
+				d.Detect(e.Text)
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
+
+// BenchmarkDetect: one op is one message of the set, in turn; the
+// detector's budget is 50µs a message.
+func BenchmarkDetect(b *testing.B) {
+	d := crisis.New()
+	set := loadSet(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		d.Detect(set[i%len(set)].Text)
+	}
+}

@@ -1,0 +1,279 @@
+// Command evalsafety measures the crisis detector (internal/safety/crisis)
+// on a labelled set and prints its recall and false-trip rate.
+//
+//	go run ./tools/evalsafety [-set eval.jsonl] [-guard-url URL -guard-model NAME -guard-key KEY]
+//
+// The set is JSON lines, one message a line:
+//
+//	{"text": "...", "label": "crisis"|"safe", "kind": "suicidal-ideation"|"self-harm"|"", "note": "..."}
+//
+// by default the package's own (internal/safety/crisis/testdata/eval.jsonl);
+// -set gives another of the same format. It prints recall per kind and
+// overall, the false-trip rate overall and per kind found, and lists the
+// misses and the false trips. With -guard-url it also asks an
+// OpenAI-compatible moderation endpoint about every message and prints
+// the figures of the detector or the guard, as a second opinion would
+// give them.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/companionhq/companion/internal/safety/crisis"
+	"github.com/companionhq/companion/tools/internal/gotool"
+)
+
+func main() { gotool.Main("evalsafety", run) }
+
+// defaultSet is the package's set, from the module's root.
+const defaultSet = "internal/safety/crisis/testdata/eval.jsonl"
+
+// config is the command line.
+type config struct {
+	set        string
+	guardURL   string
+	guardModel string
+	guardKey   string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("evalsafety", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.set, "set", "", "labelled set, JSON lines (default: the crisis package's "+defaultSet+")")
+	fs.StringVar(&c.guardURL, "guard-url", "", "base URL of an OpenAI-compatible moderation endpoint (POST {url}/v1/moderations), as a second opinion")
+	fs.StringVar(&c.guardModel, "guard-model", "", "model the guard is asked with")
+	fs.StringVar(&c.guardKey, "guard-key", "", "bearer key of the guard, if it needs one")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: evalsafety [flags]\n\nMeasures the crisis detector on a labelled set; prints recall and false trips.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if c.guardURL == "" && (c.guardModel != "" || c.guardKey != "") {
+		return c, errors.New("-guard-model and -guard-key need -guard-url")
+	}
+	return c, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	path := cfg.set
+	if path == "" {
+		root, err := gotool.ModuleRoot(ctx)
+		if err != nil {
+			return err
+		}
+		path = filepath.Join(root, defaultSet)
+	}
+	set, err := readSet(path)
+	if err != nil {
+		return err
+	}
+	var g guard
+	if cfg.guardURL != "" {
+		g = newModeration(cfg.guardURL, cfg.guardModel, cfg.guardKey)
+	}
+	res, err := evaluate(ctx, set, crisis.New(), g)
+	if err != nil {
+		return err
+	}
+	report(stdout, path, res)
+	return nil
+}
+
+// example is one labelled message.
+type example struct {
+	Text  string `json:"text"`
+	Label string `json:"label"`
+	Kind  string `json:"kind"`
+	Note  string `json:"note"`
+}
+
+// readSet reads a labelled set and checks its labels.
+func readSet(path string) ([]example, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the set: %w", err)
+	}
+	defer f.Close()
+	var set []example
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var e example
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+		switch {
+		case e.Label == "safe":
+		case e.Label == "crisis" && (e.Kind == crisis.KindSuicidalIdeation || e.Kind == crisis.KindSelfHarm):
+		default:
+			return nil, fmt.Errorf("%s:%d: label %q, kind %q: want crisis with %s or %s, or safe", path, n, e.Label, e.Kind, crisis.KindSuicidalIdeation, crisis.KindSelfHarm)
+		}
+		set = append(set, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading the set: %w", err)
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("%s: no messages", path)
+	}
+	return set, nil
+}
+
+// outcome is what was decided about one message.
+type outcome struct {
+	example
+	found   crisis.Finding
+	guarded bool // the guard flagged it; false without a guard
+}
+
+// results are the outcomes of a set, and whether a guard was asked.
+type results struct {
+	outcomes []outcome
+	guard    bool
+}
+
+// evaluate runs the detector, and the guard when there is one, on every
+// message.
+func evaluate(ctx context.Context, set []example, d *crisis.Detector, g guard) (results, error) {
+	res := results{guard: g != nil}
+	for _, e := range set {
+		o := outcome{example: e, found: d.Detect(e.Text)}
+		if g != nil {
+			flagged, err := g.SelfHarm(ctx, e.Text)
+			if err != nil {
+				return res, fmt.Errorf("asking the guard about %q: %w", shorten(e.Text, 40), err)
+			}
+			o.guarded = flagged
+		}
+		res.outcomes = append(res.outcomes, o)
+	}
+	return res, nil
+}
+
+// figures counts one way of deciding over a set.
+type figures struct {
+	crises, caught map[string]int // per labelled kind
+	safes          int
+	tripped        map[string]int // per kind found ("guard" for the guard's own)
+}
+
+func count(res results, withGuard bool) figures {
+	f := figures{crises: map[string]int{}, caught: map[string]int{}, tripped: map[string]int{}}
+	for _, o := range res.outcomes {
+		hit := o.found.Detected() || withGuard && o.guarded
+		kind := o.found.Kind
+		if kind == "" {
+			kind = "guard"
+		}
+		if o.Label == "crisis" {
+			f.crises[o.Kind]++
+			if hit {
+				f.caught[o.Kind]++
+			}
+			continue
+		}
+		f.safes++
+		if hit {
+			f.tripped[kind]++
+		}
+	}
+	return f
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+func ratio(a, b int) string {
+	if b == 0 {
+		return "    -"
+	}
+	return fmt.Sprintf("%.3f", float64(a)/float64(b))
+}
+
+// report prints the figures, then the misses and false trips of the
+// detector alone.
+func report(w io.Writer, path string, res results) {
+	f := count(res, false)
+	fmt.Fprintf(w, "set %s: %d messages, %d crisis (%d %s, %d %s), %d safe\n\n", path, len(res.outcomes),
+		sum(f.crises), f.crises[crisis.KindSuicidalIdeation], crisis.KindSuicidalIdeation,
+		f.crises[crisis.KindSelfHarm], crisis.KindSelfHarm, f.safes)
+	table(w, "detector alone", f)
+	if res.guard {
+		table(w, "detector or guard", count(res, true))
+	}
+	var misses, trips, wrongKind []string
+	for _, o := range res.outcomes {
+		switch {
+		case o.Label == "crisis" && !o.found.Detected():
+			misses = append(misses, fmt.Sprintf("  %-17s %-13s %s", o.Kind, o.Note, shorten(o.Text, 90)))
+		case o.Label == "crisis" && o.found.Kind != o.Kind:
+			wrongKind = append(wrongKind, fmt.Sprintf("  %-17s as %-17s %s", o.Kind, o.found.Kind, shorten(o.Text, 80)))
+		case o.Label == "safe" && o.found.Detected():
+			trips = append(trips, fmt.Sprintf("  %-17s %-13s %s", o.found.Kind+"/"+o.found.Cue, o.Note, shorten(o.Text, 80)))
+		}
+	}
+	list(w, "misses (detector)", misses)
+	list(w, "false trips (detector; kind/cue, note)", trips)
+	list(w, "found under the other kind (detector)", wrongKind)
+}
+
+func table(w io.Writer, title string, f figures) {
+	fmt.Fprintf(w, "%s\n", title)
+	fmt.Fprintf(w, "  %-19s %-17s %s\n", "", "recall", "false trips")
+	for _, k := range []string{crisis.KindSuicidalIdeation, crisis.KindSelfHarm} {
+		fmt.Fprintf(w, "  %-19s %s %-11s %s %s\n", k, ratio(f.caught[k], f.crises[k]), fmt.Sprintf("(%d/%d)", f.caught[k], f.crises[k]),
+			ratio(f.tripped[k], f.safes), fmt.Sprintf("(%d/%d)", f.tripped[k], f.safes))
+	}
+	if n := f.tripped["guard"]; n > 0 {
+		fmt.Fprintf(w, "  %-19s %-17s %s %s\n", "guard only", "", ratio(n, f.safes), fmt.Sprintf("(%d/%d)", n, f.safes))
+	}
+	caught, crises, tripped := sum(f.caught), sum(f.crises), sum(f.tripped)
+	fmt.Fprintf(w, "  %-19s %s %-11s %s %s\n\n", "overall", ratio(caught, crises), fmt.Sprintf("(%d/%d)", caught, crises),
+		ratio(tripped, f.safes), fmt.Sprintf("(%d/%d)", tripped, f.safes))
+}
+
+func list(w io.Writer, title string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: %d\n%s\n\n", title, len(lines), strings.Join(lines, "\n"))
+}
+
+// shorten returns text on one line, cut to n runes with an ellipsis.
+func shorten(text string, n int) string {
+	text = strings.Join(strings.Fields(text), " ")
+	r := []rune(text)
+	if len(r) <= n {
+		return text
+	}
+	return string(r[:n-1]) + "…"
+}
