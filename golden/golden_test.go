@@ -29,6 +29,8 @@ type goldenCase struct {
 	// before are generate requests sent first, on the same thread; their
 	// output is not recorded.
 	before []string
+	// configure, when set, changes the service's configuration.
+	configure func(*app.Config)
 }
 
 func msg(role, content string) string {
@@ -74,6 +76,19 @@ var cases = []goldenCase{
 	{name: "tool-error-upstream", status: 200, body: run("wanderer", "", msg("user", "What's the weather in Errorville?"))},
 	// A reply cut by the output token limit.
 	{name: "length", status: 200, body: run("friend", `,"modelSettings":{"maxOutputTokens":12}`, msg("user", "Tell me a long story about the sea."))},
+	// Safety (docs/safety.md). A thread's first reply tells the user they
+	// talk to an AI (every case above); a continuing conversation is told
+	// again once the disclosure's interval has passed (here a microsecond,
+	// for the test); a minor is reminded to take a break as often.
+	{name: "disclosure-again", status: 200, before: []string{run("friend", "", msg("user", "Hi there."))},
+		body:      run("friend", "", msg("user", "Are you still there?")),
+		configure: func(c *app.Config) { c.Safety.DisclosureInterval = time.Microsecond }},
+	// The crisis protocol: the reply is the referral, never the model's
+	// wording; the run is tripped (finishReason other) in every dialect.
+	{name: "crisis", status: 200, body: run("friend", "", msg("user", "I don't want to be here anymore. I keep thinking about ending my life."))},
+	{name: "break-reminder", status: 200, before: []string{minor(msg("user", "Hi there."))},
+		body:      minor(msg("user", "Can you help me with my homework?")),
+		configure: func(c *app.Config) { c.Safety.BreakReminderInterval = time.Microsecond }},
 	// Refused requests.
 	{name: "missing-threadid", status: 400, body: `{"messages":[{"role":"user","content":"Hello"}]}`},
 	{name: "invalid-json", status: 400, body: `{"messages":[{"role":"user","content":"Hello"}],"threadId":`},
@@ -81,6 +96,12 @@ var cases = []goldenCase{
 	{name: "empty-messages", status: 400, body: `{"messages":[],"threadId":"t"}`},
 	{name: "bad-role", status: 400, body: `{"messages":[{"role":"tool","content":"x"}],"threadId":"t"}`},
 	{name: "unknown-personality", status: 400, body: run("pirate", "", msg("user", "Ahoy"))},
+}
+
+// minor is a run of a user the operator's app marks a minor.
+func minor(msgs ...string) string {
+	return `{"threadId":"thread-golden","resourceId":"user-golden","messages":[` + strings.Join(msgs, ",") +
+		`],"runtimeContext":{"metadata":{"minor":true}}}`
 }
 
 var (
@@ -130,7 +151,12 @@ func TestGolden(t *testing.T) {
 			postAs := func(path string, h http.Header) (*http.Response, []byte) {
 				// Without titles: one made after a request before the case
 				// would show in what the case recalls, or not, by a race.
-				svc := apptest.Start(t, func(c *app.Config) { c.Memory.Titles = false })
+				svc := apptest.Start(t, func(c *app.Config) {
+					c.Memory.Titles = false
+					if tc.configure != nil {
+						tc.configure(c)
+					}
+				})
 				for _, b := range tc.before {
 					if res, body := svc.Post(t, "/api/agents/companionAgent/generate", b); res.StatusCode != http.StatusOK {
 						t.Fatalf("request before the case: %d %s", res.StatusCode, body)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -110,6 +111,8 @@ func serveFlags(getenv func(string) string, cfg *app.Config, level *slog.Level) 
 	storageFlags(f, &cfg.Storage, def.Storage)
 	f.section("Memory: what the companion keeps of its user across threads")
 	memoryFlags(f, &cfg.Memory, def.Memory)
+	f.section("Safety: how users are guarded (docs/safety.md)")
+	safetyFlags(f, &cfg.Safety, def.Safety)
 	f.section("Model: which model answers, and what a run may ask of it")
 	modelFlags(f, &cfg.Model, def.Model)
 	f.section("Tools")
@@ -126,6 +129,8 @@ Environment variables without a flag:
   OPENAI_API_KEY    OpenAI's API key, for -model openai/<model> (and a -model-base-url server that wants one)
   COMPANION_EMBED_API_KEY
                     the embedding provider's key (-embed-provider); without it, OPENAI_API_KEY or CO_API_KEY
+  COMPANION_MODERATION_API_KEY
+                    the moderation endpoint's key (-moderation-url); without it, OPENAI_API_KEY
   OTEL_*            span export, as OpenTelemetry defines it: OTEL_EXPORTER_OTLP_ENDPOINT (or
                     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) turns it on; OTEL_EXPORTER_OTLP_PROTOCOL
                     (http/protobuf or grpc), OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME,
@@ -380,6 +385,29 @@ func storageFlags(f *flags, cfg *app.StorageConfig, def app.StorageConfig) {
 		f.require(cfg.HistoryWindow >= 0, "history window must not be negative")
 		f.require(cfg.LockWait >= 0, "lock wait must not be negative")
 		f.require(cfg.HistoryBytes >= 1, "history max bytes must be at least 1")
+	})
+}
+
+// safetyFlags registers how the service guards its users
+// (docs/safety.md).
+func safetyFlags(f *flags, cfg *app.SafetyConfig, def app.SafetyConfig) {
+	f.boolean(&cfg.Crisis, setting{"crisis", "COMPANION_CRISIS", "the crisis protocol: a user's message that speaks of suicide or self-harm is answered with the crisis referral in the user's locale (docs/safety.md)"}, def.Crisis)
+	f.str(&cfg.ReferralsFile, setting{"crisis-referrals", "COMPANION_CRISIS_REFERRALS", "a JSON file of the crisis referral's texts by locale, replacing the built-in ones (docs/safety.md)"}, def.ReferralsFile)
+	f.str(&cfg.Disclosure, setting{"disclosure", "COMPANION_DISCLOSURE", "the notice that tells users they talk to an AI, at the start of each interaction; empty for none"}, def.Disclosure)
+	f.dur(&cfg.DisclosureInterval, setting{"disclosure-interval", "COMPANION_DISCLOSURE_INTERVAL", "how often the AI disclosure is told again in a continuing interaction"}, def.DisclosureInterval)
+	f.str(&cfg.BreakReminder, setting{"break-reminder", "COMPANION_BREAK_REMINDER", "the notice that reminds a minor to take a break; empty for none"}, def.BreakReminder)
+	f.dur(&cfg.BreakReminderInterval, setting{"break-reminder-interval", "COMPANION_BREAK_REMINDER_INTERVAL", "how often a minor is reminded to take a break in a continuing interaction"}, def.BreakReminderInterval)
+	f.boolean(&cfg.RedactPII, setting{"redact-pii", "COMPANION_REDACT_PII", "replace e-mail addresses, phone numbers and card numbers in users' messages before they are stored, logged or sent to the model"}, def.RedactPII)
+	f.str(&cfg.ModerationURL, setting{"moderation-url", "COMPANION_MODERATION_URL", "check each user message through the OpenAI-compatible /v1/moderations at this base address (empty: no moderation)"}, def.ModerationURL)
+	f.str(&cfg.ModerationModel, setting{"moderation-model", "COMPANION_MODERATION_MODEL", "the moderation model, e.g. omni-moderation-latest, or the guard model with -moderation-guard"}, def.ModerationModel)
+	f.boolean(&cfg.ModerationGuard, setting{"moderation-guard", "COMPANION_MODERATION_GUARD", "the moderation address serves a guard model (Llama Guard's answers) through /v1/chat/completions"}, def.ModerationGuard)
+	f.then(func() {
+		// The moderation endpoint's key: its own, else the OpenAI key.
+		cfg.ModerationKey = redact.Secret(cmp.Or(f.getenv("COMPANION_MODERATION_API_KEY"), f.getenv("OPENAI_API_KEY")))
+		f.require(cfg.DisclosureInterval > 0 && cfg.BreakReminderInterval > 0, "disclosure interval and break reminder interval must be above 0")
+		if u := cfg.ModerationURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+			f.fail(errors.New("moderation URL must start with http:// or https://"))
+		}
 	})
 }
 

@@ -3,6 +3,7 @@
 //	companion serve     run the HTTP API
 //	companion chat      talk with a running service in the terminal
 //	companion ask       send one message to a running service
+//	companion referrals print a running service's crisis referrals per day
 //	companion version   print the version and commit (also --version)
 //
 // Alone, it lists the commands. Configuration comes from flags and
@@ -53,6 +54,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return chatCommand(ctx, args, getenv, stdout, stderr)
 	case "ask":
 		return askCommand(ctx, args, getenv, stdout, stderr)
+	case "referrals":
+		return referralsCommand(ctx, args, getenv, stdout, stderr)
 	case "version", "-version", "--version":
 		v, c := buildInfo()
 		fmt.Fprintf(stdout, "companion %s (commit %s)\n", v, c)
@@ -75,6 +78,7 @@ Commands:
   serve     run the HTTP API
   chat      talk with a running service in the terminal
   ask       send one message to a running service and print the reply
+  referrals print a running service's crisis referrals per day and locale
   version   print the version and commit (also --version)
   help      print this list
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/client"
@@ -15,8 +16,9 @@ import (
 const workingMemoryTool = "updateWorkingMemory"
 
 // screen writes a streamed reply as `companion chat` and `ask` show it: its
-// text on out as it comes, and notes (tool calls, their results, tool
-// errors) on lines of their own on notes, styled when color.
+// text on out as it comes, and notes (the notices the user must be told,
+// tool calls, their results, tool errors, a reply a safety check stopped)
+// on lines of their own on notes, styled when color.
 type screen struct {
 	out, notes io.Writer
 	color      bool
@@ -30,6 +32,11 @@ type screen struct {
 // written: it is returned, for the caller to report.
 func (s *screen) show(ev client.Event) *api.StreamError {
 	switch p := ev.Payload.(type) {
+	case api.StartPayload:
+		// Told before the reply: it starts after them.
+		for _, n := range p.Notices {
+			s.notice(n)
+		}
 	case api.ToolCall:
 		if p.ToolName == workingMemoryTool {
 			// Its arguments are the whole block: /memory shows it.
@@ -51,6 +58,9 @@ func (s *screen) show(ev client.Event) *api.StreamError {
 		if s.cutShort && p.FinishReason == api.FinishLength {
 			s.note(styleDim, "(cut short: the reply reached the output limit)")
 		}
+		if reason, tripped := ev.Tripwire(); tripped {
+			s.note(styleYellow, tripwireNote(reason))
+		}
 	}
 	switch {
 	case ev.Type == api.EventText:
@@ -63,6 +73,47 @@ func (s *screen) show(ev client.Event) *api.StreamError {
 		s.note(styleYellow, "✗ "+ev.Error.Message)
 	}
 	return nil
+}
+
+// noticeLabels mark each kind of notice, and noticeStyles style it: the
+// crisis referral stands out, the others are quiet.
+var (
+	noticeLabels = map[string]string{
+		api.NoticeAIDisclosure:   "[AI]",
+		api.NoticeBreakReminder:  "[break]",
+		api.NoticeCrisisReferral: "[help]",
+	}
+	noticeStyles = map[string]string{
+		api.NoticeAIDisclosure:   styleDim,
+		api.NoticeBreakReminder:  styleYellow,
+		api.NoticeCrisisReferral: styleBold,
+	}
+)
+
+// notice writes a notice on a line of its own, marked by its kind: "[AI]
+// You are talking to an AI companion, not a person.". A kind this client
+// does not know is marked by its name. A text of several lines keeps them,
+// indented under the first.
+func (s *screen) notice(n api.Notice) {
+	label, ok := noticeLabels[n.Kind]
+	if !ok {
+		label = "[" + n.Kind + "]"
+	}
+	style, ok := noticeStyles[n.Kind]
+	if !ok {
+		style = styleDim
+	}
+	text := strings.TrimSpace(n.Text)
+	text = strings.ReplaceAll(text, "\n", "\n"+strings.Repeat(" ", utf8.RuneCountInString(label)+1))
+	s.note(style, label+" "+text)
+}
+
+// tripwireNote is the note after a reply a safety check stopped.
+func tripwireNote(reason string) string {
+	if reason == "" {
+		return "[safety] this reply was stopped by a safety check"
+	}
+	return "[safety] this reply was stopped: " + reason
 }
 
 // note writes a line of its own on notes, in style on a terminal.

@@ -219,7 +219,9 @@ func testChatInTerminal(t *testing.T, bin string, svc *proc) {
 	// A reply streams in: its first words show well before its last.
 	term.typeLine("Hi, I'm Sam and I love the sea.")
 	term.expect("Hi, I'm Sam and I love the sea.\n") // the terminal's echo
-	term.expect("Hey,")
+	// A new thread: the reply is told to be an AI's first, on a line of
+	// its own.
+	term.expect(disclosureLine + "Hey,")
 	first := time.Now()
 	term.expect(`it's really good to hear from you! You asked: "Hi, I'm Sam and I love the sea." Honestly, I think you've got this, and I'm right here with you whatever happens. How are you feeling about it all?` + "\nyou> ")
 	if d := time.Since(first); d < 20*tokenDelay {
@@ -263,7 +265,8 @@ func testChatInTerminal(t *testing.T, bin string, svc *proc) {
 	}
 
 	// Colour on a terminal: the notes are styled.
-	if !strings.Contains(term.rawScreen(), "\x1b[2m⚙ weatherTool") || !strings.Contains(term.rawScreen(), "\x1b[33mstopped\x1b[0m") {
+	if !strings.Contains(term.rawScreen(), "\x1b[2m⚙ weatherTool") || !strings.Contains(term.rawScreen(), "\x1b[33mstopped\x1b[0m") ||
+		!strings.Contains(term.rawScreen(), "\x1b[2m[AI] You are talking to an AI companion") {
 		t.Errorf("no colour on a terminal:\n%q", term.rawScreen())
 	}
 
@@ -311,7 +314,7 @@ func testChatMemory(t *testing.T, bin string, svc *proc) {
 	term := startTerminal(t, bin, clientEnv("COMPANION_URL="+svc.url, "COMPANION_RESOURCE=u-memory", "TERM=xterm-256color"), "chat", "--thread", "m1")
 	term.expect("you> ")
 	term.typeLine("Remember that my sister is called Ana.")
-	term.expect("Remember that my sister is called Ana.\n⚙ updateWorkingMemory (noting what it learned of you)\n→ noted (version 1)\n")
+	term.expect("Remember that my sister is called Ana.\n" + disclosureLine + "⚙ updateWorkingMemory (noting what it learned of you)\n→ noted (version 1)\n")
 	term.expect(`I'll remember that: "my sister is called Ana".`)
 	term.expect("\nyou> ")
 	term.typeLine("/memory")
@@ -369,7 +372,8 @@ func testAsk(t *testing.T, bin string, svc *proc) {
 	if want := "Okay, I looked it up for you! In Berlin it is 3.2°C (feels like -0.4°C) with overcast, humidity 81%, wind 14.8 km/h and gusts up to 29.5 km/h. Take care out there, and tell me how your day goes!\n"; out != want {
 		t.Fatalf("stdout %q, want %q", out, want)
 	}
-	if notes != "⚙ weatherTool {\"location\":\"Berlin\"}\n→ 3.2°C overcast in Berlin\n" {
+	// A new thread: the notes start with the disclosure.
+	if notes != disclosureLine+"⚙ weatherTool {\"location\":\"Berlin\"}\n→ 3.2°C overcast in Berlin\n" {
 		t.Fatalf("stderr %q", notes)
 	}
 
@@ -388,9 +392,10 @@ func testAsk(t *testing.T, bin string, svc *proc) {
 		t.Fatalf("generate body %+v, stderr %q", body, notes)
 	}
 
-	// A new thread: its id on stderr, and --thread goes on with it.
+	// A new thread: its id on stderr, then the disclosure, and --thread
+	// goes on with it.
 	out, notes, err = ask("Hi, I'm Sam and I love the sea.")
-	m := regexp.MustCompile(`^thread: (ask-[0-9a-f]{12}) \(continue it with --thread (ask-[0-9a-f]{12})\)\n$`).FindStringSubmatch(notes)
+	m := regexp.MustCompile(`^thread: (ask-[0-9a-f]{12}) \(continue it with --thread (ask-[0-9a-f]{12})\)\n` + regexp.QuoteMeta(disclosureLine) + `$`).FindStringSubmatch(notes)
 	if err != nil || m == nil || m[1] != m[2] || !strings.HasPrefix(out, "Hey,") {
 		t.Fatalf("ask on a new thread: %v, stdout %q, stderr %q", err, out, notes)
 	}

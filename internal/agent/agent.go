@@ -151,6 +151,17 @@ type Input struct {
 	// Tools are offered in this run besides the agent's own (a tool bound
 	// to the run's thread and resource); a name may not repeat one of them.
 	Tools []Tool
+	// Notices are told to the user with the reply (RunStarted, Result).
+	Notices []Notice
+	// Trip, when set, is an input processor's: the run does not call the
+	// model, and its reply is Trip.Text (tripwire.go).
+	Trip *Trip
+	// Output checks the reply's text as it streams (tripwire.go).
+	Output []OutputProcessor
+	// Locale is the user's (a BCP 47 tag, "" when unknown), for the texts
+	// the user is shown; Minor is set when the user is known to be a minor.
+	Locale string
+	Minor  bool
 }
 
 // ErrRunTimeout is the cause of a run context that ended because the run
@@ -196,6 +207,8 @@ type run struct {
 	cost     pricing.Cost
 	finish   string
 	warnings []Warning
+	// trip is set when a processor stopped the run.
+	trip *Trip
 }
 
 func (a *Agent) newRun(in Input, emit Emit) *run {
@@ -289,10 +302,16 @@ func (r *run) send(ev Event) error {
 
 func (r *run) loop(ctx context.Context) (*Result, error) {
 	if err := r.send(RunStarted{RunID: r.runID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
-		Personality: r.in.Personality, TraceID: r.traceID, MessageID: r.replyID}); err != nil {
+		Personality: r.in.Personality, TraceID: r.traceID, MessageID: r.replyID, Notices: r.in.Notices}); err != nil {
 		return nil, err
 	}
-	for i := 0; i < r.maxSteps; i++ {
+	if r.in.Trip != nil {
+		if err := r.tripped(*r.in.Trip); err != nil {
+			return nil, err
+		}
+		return r.result(), nil
+	}
+	for i := 0; i < r.maxSteps && r.trip == nil; i++ {
 		more, err := r.step(ctx, i)
 		if err != nil {
 			return nil, r.fail(ctx, err)
@@ -328,7 +347,7 @@ func (r *run) fail(ctx context.Context, err error) error {
 }
 
 func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) {
-	stats := RunStats{FinishReason: r.finish, Steps: len(r.steps), Usage: r.total, Cost: r.cost, Duration: a.cfg.Now().Sub(r.started), Err: err}
+	stats := RunStats{FinishReason: r.finish, Steps: len(r.steps), Usage: r.total, Cost: r.cost, Duration: a.cfg.Now().Sub(r.started), Err: err, Trip: r.trip}
 	if err != nil && stats.FinishReason == "" {
 		stats.FinishReason = model.FinishError
 	}
@@ -342,6 +361,9 @@ func (a *Agent) finish(ctx context.Context, span trace.Span, r *run, err error) 
 		slog.Int("steps", stats.Steps), slog.Int("input_tokens", r.total.InputTokens),
 		slog.Int("output_tokens", r.total.OutputTokens), slog.Int("reasoning_tokens", r.total.ReasoningTokens),
 		slog.Int("cached_input_tokens", r.total.CachedInputTokens), slog.Duration("duration", stats.Duration),
+	}
+	if r.trip != nil {
+		attrs = append(attrs, slog.String("tripwire_processor", r.trip.Processor), slog.String("tripwire_code", r.trip.Code))
 	}
 	if sc := span.SpanContext(); sc.IsValid() {
 		attrs = append(attrs, slog.String("span_id", sc.SpanID().String()))
@@ -371,5 +393,14 @@ func (r *run) result() *Result {
 		RunID: r.runID, TraceID: r.traceID, ThreadID: r.in.ThreadID, ResourceID: r.in.ResourceID,
 		Personality: r.in.Personality, Started: r.started, Steps: r.steps, FinishReason: r.finish,
 		Usage: r.total, Cost: r.cost, Warnings: r.warnings, ReplyID: r.replyID, Input: r.input, Reply: r.reply,
+		Notices: r.notices(), Trip: r.trip,
 	}
+}
+
+// notices are the input's notices, then the trip's.
+func (r *run) notices() []Notice {
+	if r.trip == nil || r.trip.Notice == nil {
+		return r.in.Notices
+	}
+	return append(slices.Clip(r.in.Notices), *r.trip.Notice)
 }

@@ -39,6 +39,8 @@ type RunStarted struct {
 	Personality Personality
 	TraceID     string
 	MessageID   string
+	// Notices are what the user must be told with this reply (Input.Notices).
+	Notices []Notice
 }
 
 // StepStarted opens step Index. MessageID is the id of the reply the run is
@@ -174,6 +176,11 @@ type Result struct {
 	// Reply is what the run added to the conversation, in order: assistant
 	// messages and the tool messages that answer their calls.
 	Reply []model.Message
+	// Notices are Input.Notices, and a tripped run's Trip notice.
+	Notices []Notice
+	// Trip is why a processor stopped the run (FinishReason FinishTripped),
+	// nil when none did.
+	Trip *Trip
 }
 
 // Text is the reply's text: every step's, in order.

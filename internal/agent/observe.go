@@ -42,6 +42,8 @@ type RunStats struct {
 	Cost         pricing.Cost
 	Duration     time.Duration
 	Err          error
+	// Trip is why a processor stopped the run, nil when none did.
+	Trip *Trip
 }
 
 // ModelCallStats is one model call. Finish is nil when the call failed.
@@ -112,6 +114,7 @@ func traceIDOf(span trace.Span, newID func() string) string {
 
 func endRunSpan(span trace.Span, s RunStats) {
 	span.SetAttributes(semconv.GenAIResponseFinishReasons(s.FinishReason), attribute.Int("companion.steps", s.Steps))
+	tripAttrs(span, s.Trip)
 	span.SetAttributes(usageAttrs(s.Usage)...)
 	span.SetAttributes(attribute.Float64("companion.cost.usd", s.Cost.Total()))
 	if s.Err != nil {

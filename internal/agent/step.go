@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/companionhq/companion/internal/model"
@@ -87,7 +88,7 @@ func (r *run) stream(ctx, mctx context.Context, req model.Request, out *answer, 
 		if err := r.handlePart(ctx, part, out); err != nil {
 			return err
 		}
-		if out.fin != nil {
+		if out.fin != nil || out.trip != nil {
 			return nil
 		}
 	}
@@ -100,6 +101,9 @@ func (r *run) stream(ctx, mctx context.Context, req model.Request, out *answer, 
 func (r *run) endStep(ctx context.Context, span, mspan trace.Span, i int, stepType StepKind, started time.Time,
 	req model.Request, out *answer, mstart time.Time, merr error) (bool, error) {
 	a := r.a
+	if out.trip != nil && merr == nil {
+		return false, r.endOutputTrip(ctx, mspan, i, stepType, req, out, mstart)
+	}
 	fin := out.fin
 	if merr == nil && fin == nil {
 		merr = &model.Error{Kind: model.KindUpstream, Provider: a.cfg.Model.Provider(), Message: "the model's stream ended before it finished"}
@@ -188,6 +192,10 @@ type answer struct {
 	byID            map[string]*call // by the model's id; "" is the last call opened without one
 	fin             *model.Finish    // set when the model finished
 	firstChunk      time.Duration    // 0 until something came
+	// With output processors: sent is how much of text is sent, the rest
+	// held back (heldBack); trip is set when one tripped.
+	sent int
+	trip *Trip
 }
 
 // handlePart turns one model part into events and adds it to out.
@@ -198,11 +206,21 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 			return nil
 		}
 		out.text.WriteString(p.Text)
-		return r.send(TextDelta{Text: p.Text})
+		if len(r.in.Output) == 0 {
+			return r.send(TextDelta{Text: p.Text})
+		}
+		text := out.text.String()
+		if out.trip = r.checkOutput(text); out.trip != nil {
+			return nil
+		}
+		return r.sendText(out, len(text)-heldBack(text, len(p.Text)))
 	case model.PartReasoning:
 		out.reasoning.WriteString(p.Text)
 		return nil
 	case model.PartToolCallStart:
+		if err := r.sendText(out, out.text.Len()); err != nil {
+			return err
+		}
 		id := p.ToolCallID
 		if id == "" {
 			id = "call_" + r.a.cfg.NewID()
@@ -239,6 +257,9 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 		if p.Finish == nil {
 			return r.protocolError("the model sent a finish without its reason")
 		}
+		if err := r.sendText(out, out.text.Len()); err != nil {
+			return err
+		}
 		// Calls the model never closed are complete when it finishes.
 		for _, c := range out.calls {
 			if c.done == nil {
@@ -251,6 +272,39 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 		return nil
 	}
 	return nil
+}
+
+// sendText sends the step's text up to end that output processors held
+// back (out.sent onwards); without them, the text is sent as it comes.
+func (r *run) sendText(out *answer, end int) error {
+	if len(r.in.Output) == 0 || end <= out.sent {
+		return nil
+	}
+	text := out.text.String()[out.sent:end]
+	out.sent = end
+	return r.send(TextDelta{Text: text})
+}
+
+// endOutputTrip ends step i, which an output processor stopped: the text
+// sent so far, then the trip's, is the step's; the model's call, cut
+// short, reported no usage.
+func (r *run) endOutputTrip(ctx context.Context, mspan trace.Span, i int, stepType StepKind, req model.Request, out *answer, mstart time.Time) error {
+	a := r.a
+	t := *out.trip
+	mspan.SetAttributes(semconv.GenAIResponseFinishReasons(FinishTripped))
+	mspan.End()
+	a.cfg.Observer.ModelCalled(ctx, ModelCallStats{RunInfo: r.info(), Duration: a.cfg.Now().Sub(mstart), Finish: &model.Finish{Reason: FinishTripped}})
+	shown := out.text.String()[:out.sent]
+	if t.Text != "" {
+		if shown != "" {
+			t.Text = "\n\n" + t.Text // a paragraph of its own
+		}
+		if err := r.send(TextDelta{Text: t.Text}); err != nil {
+			return err
+		}
+	}
+	r.endTripped(i, stepType, t, shown+t.Text, req)
+	return r.send(StepFinished{Index: i, Kind: stepType, FinishReason: FinishTripped})
 }
 
 // endCall completes c's arguments, reports the call and starts its tool.

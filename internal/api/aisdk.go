@@ -21,6 +21,13 @@ type AISDKChunk struct {
 	Output          json.RawMessage `json:"output,omitempty"`
 	ErrorText       string          `json:"errorText,omitempty"`
 	FinishReason    string          `json:"finishReason,omitempty"`
+	// Data is a data part's (data-notice, data-tripwire).
+	Data any `json:"data,omitempty"`
+}
+
+// DataTripwire is the data of a data-tripwire part (and of Mastra's).
+type DataTripwire struct {
+	TripwireReason string `json:"tripwireReason"`
 }
 
 // AISDKMetadata is the reply's message metadata: which run writes it (on

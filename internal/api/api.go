@@ -229,7 +229,24 @@ type GenerateResponse struct {
 	Response         Response       `json:"response"`
 	Tripwire         bool           `json:"tripwire"`
 	TripwireReason   string         `json:"tripwireReason"`
+	// Notices are what the user must be told with the reply: that they
+	// talk to an AI, to take a break, where to find help in a crisis.
+	Notices []Notice `json:"notices"`
 }
+
+// Notice is something the user must be told with a reply. Kind is
+// NoticeAIDisclosure, NoticeBreakReminder or NoticeCrisisReferral.
+type Notice struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// The kinds of notice.
+const (
+	NoticeAIDisclosure   = "ai-disclosure"
+	NoticeBreakReminder  = "break-reminder"
+	NoticeCrisisReferral = "crisis-referral"
+)
 
 // ErrorBody is the body of every non-2xx JSON response.
 type ErrorBody struct {

@@ -53,6 +53,9 @@ type StartPayload struct {
 	ResourceID  string `json:"resourceId"`
 	Personality string `json:"personality"`
 	TraceID     string `json:"traceId"`
+	// Notices are what the user must be told with this reply; absent when
+	// there are none.
+	Notices []Notice `json:"notices,omitempty"`
 }
 
 // StepStartPayload is the payload of a step-start event.
@@ -101,4 +104,8 @@ type RunFinishPayload struct {
 	Usage        Usage  `json:"usage"`
 	// Cost is what the run's usage cost.
 	Cost Cost `json:"cost"`
+	// Tripwire is set when a processor stopped the run (finishReason
+	// "other"), and TripwireReason says why; both absent otherwise.
+	Tripwire       bool   `json:"tripwire,omitempty"`
+	TripwireReason string `json:"tripwireReason,omitempty"`
 }

@@ -141,3 +141,9 @@ type CorePart struct {
 	Result     json.RawMessage `json:"result,omitempty"`
 	IsError    bool            `json:"isError,omitempty"`
 }
+
+// MastraTripwire is the payload of Mastra's tripwire chunk: a processor
+// stopped the run.
+type MastraTripwire struct {
+	TripwireReason string `json:"tripwireReason"`
+}

@@ -47,6 +47,14 @@ type RuntimeContext struct {
 type RuntimeMetadata struct {
 	Personality string `json:"personality,omitempty"`
 	UserID      string `json:"userId,omitempty"`
+	// Locale is the user's (a BCP 47 tag such as en-US), for the texts
+	// the service shows them (a crisis referral); the request's
+	// Accept-Language when absent.
+	Locale string `json:"locale,omitempty"`
+	// Minor, set by an operator's app that knows its user is a minor,
+	// applies the safety rules for minors. It can only add protections:
+	// false does not undo a credential's minor mark.
+	Minor bool `json:"minor,omitempty"`
 }
 
 // TracingOptions carries the alternative personality field.

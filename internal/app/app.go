@@ -271,12 +271,16 @@ func newTurns(ctx context.Context, cfg Config, ag *agent.Agent, m model.Model, t
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("the embedding model: %w", err)
 	}
+	guard, err := safetyConfig(cfg.Safety)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	store, err := OpenStore(ctx, cfg.Storage.DatabaseURL)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	stop = func() {}
-	tcfg := turn.Config{Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
+	tcfg := turn.Config{Safety: guard, Store: store, Agent: ag, Window: cfg.Storage.HistoryWindow, LockWait: cfg.Storage.LockWait,
 		HistoryBytes: cfg.Storage.HistoryBytes, MaxThreadBytes: cfg.Limits.MaxThreadBytes, Quota: cfg.Limits.Quota,
 		WorkingMemory: wm, Recall: cfg.Memory.Recall, Titler: titler,
 		Observer: tel.metrics, Tracer: tel.tracing.Tracer(tracerName), Logger: log}

@@ -31,6 +31,7 @@ type Config struct {
 	Limits    LimitsConfig
 	Storage   StorageConfig
 	Memory    MemoryConfig
+	Safety    SafetyConfig
 	Model     ModelConfig
 	Tools     ToolsConfig
 	Telemetry TelemetryConfig
@@ -100,6 +101,32 @@ type StorageConfig struct {
 	LockWait time.Duration
 	// HistoryBytes bounds the message content a run sees of its thread.
 	HistoryBytes int
+}
+
+// SafetyConfig is how the service guards its users (docs/safety.md).
+type SafetyConfig struct {
+	// Crisis turns the crisis protocol on (the default); ReferralsFile,
+	// when set, replaces the referral texts (safety.LoadReferrals).
+	Crisis        bool
+	ReferralsFile string
+	// Disclosure and BreakReminder are the notices' texts ("" turns one
+	// off), told every DisclosureInterval and BreakReminderInterval of
+	// continuing interaction (turn.SafetyConfig).
+	Disclosure            string
+	DisclosureInterval    time.Duration
+	BreakReminder         string
+	BreakReminderInterval time.Duration
+	// RedactPII redacts e-mail addresses, phone numbers and card numbers
+	// from the user's messages before they are stored or logged.
+	RedactPII bool
+	// ModerationURL, when set, checks each user message through an
+	// OpenAI-compatible /v1/moderations at that base address (model
+	// ModerationModel); with ModerationGuard, the model at that address
+	// is a guard model asked through /v1/chat/completions instead.
+	ModerationURL   string
+	ModerationModel string
+	ModerationGuard bool
+	ModerationKey   redact.Secret
 }
 
 // MemoryConfig is what the companion keeps of its user across threads
@@ -190,6 +217,11 @@ func Defaults() Config {
 			Titles:             true,
 			EmbedMinSimilarity: turn.DefaultEmbedMinSimilarity,
 			EmbedWeight:        turn.DefaultEmbedWeight,
+		},
+		Safety: SafetyConfig{
+			Crisis:     true,
+			Disclosure: turn.DefaultDisclosure, DisclosureInterval: turn.DefaultDisclosureInterval,
+			BreakReminder: turn.DefaultBreakReminder, BreakReminderInterval: turn.DefaultBreakReminderInterval,
 		},
 		Model: ModelConfig{
 			Config: provider.Config{

@@ -153,6 +153,7 @@ func TestTraceOfAWeatherRun(t *testing.T) {
 	}
 	spans := spansOf(t, exp, caller)
 	want := `POST /api/agents/{agentId}/generate (server)
+  companion.processor crisis (internal)
   companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)
@@ -221,6 +222,7 @@ func TestTraceOfAPlainReply(t *testing.T) {
 	g := decode(t, body)
 	spans := spansOf(t, exp, g.TraceID)
 	want := `POST /api/agents/{agentId}/generate (server)
+  companion.processor crisis (internal)
   companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)
@@ -232,6 +234,30 @@ func TestTraceOfAPlainReply(t *testing.T) {
 	if p := named(t, spans, "POST /api/agents/{agentId}/generate")[0].Parent; p.IsValid() {
 		t.Fatalf("server span has a parent %v without a traceparent", p)
 	}
+}
+
+// TestTraceOfACrisis: the crisis protocol's span says it tripped, and the
+// run's span carries the processor and the reason's code; the model is
+// not called, recall does not run.
+func TestTraceOfACrisis(t *testing.T) {
+	svc, exp := tracedService(t, nil)
+	res, body := svc.Post(t, generatePath, ask("I have decided to end my life tonight."))
+	if res.StatusCode != 200 {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	g := decode(t, body)
+	spans := spansOf(t, exp, g.TraceID)
+	want := `POST /api/agents/{agentId}/generate (server)
+  companion.processor crisis (internal)
+  invoke_agent companionAgent (internal)
+`
+	if got := telemetrytest.Tree(spans); got != want {
+		t.Fatalf("span tree\n%s\nwant\n%s", got, want)
+	}
+	wantAttrs(t, named(t, spans, "companion.processor crisis")[0], map[string]any{
+		"companion.processor": "crisis", "companion.tripwire": true, "companion.tripwire.code": "suicidal-ideation"})
+	wantAttrs(t, named(t, spans, "invoke_agent companionAgent")[0], map[string]any{
+		"companion.tripwire": true, "companion.tripwire.processor": "crisis", "companion.tripwire.code": "suicidal-ideation"})
 }
 
 // TestTraceOfAToolError: the failing tool marks its span with the cause;
@@ -256,6 +282,7 @@ func TestTraceOfAToolError(t *testing.T) {
 	}
 	spans := spansOf(t, exp, start.Payload.TraceID)
 	want := `POST /api/agents/{agentId}/stream (server)
+  companion.processor crisis (internal)
   companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)
@@ -315,6 +342,7 @@ func TestTraceOfAWorkingMemoryUpdate(t *testing.T) {
 	}
 	spans := spansOf(t, exp, decode(t, body).TraceID)
 	want := `POST /api/agents/{agentId}/generate (server)
+  companion.processor crisis (internal)
   companion.recall (internal)
   invoke_agent companionAgent (internal)
     step (internal)

@@ -57,7 +57,14 @@ type Identity struct {
 	// Any is set when the caller may act for any resource (an API key
 	// given `*`).
 	Any bool
+	// Minor is set when the caller is known to be a minor (a token's
+	// MinorClaim, an API key's minor attribute): the safety rules for
+	// minors apply (break reminders, a filter of sexual content).
+	Minor bool
 }
+
+// MinorClaim is the claim of a token that marks its user a minor: true.
+const MinorClaim = "minor"
 
 // Allows reports whether the identity may act for resource.
 func (id Identity) Allows(resource string) bool {

@@ -96,7 +96,8 @@ func (v *verifier) verify(ctx context.Context, raw string) (Identity, error) {
 		return Identity{}, err
 	}
 	sub, _ := claims["sub"].(string)
-	return Identity{Method: MethodJWT, Subject: sub, Resources: resources}, nil
+	minor, _ := claims[MinorClaim].(bool)
+	return Identity{Method: MethodJWT, Subject: sub, Resources: resources, Minor: minor}, nil
 }
 
 // keyfunc picks the key a token is checked with by its algorithm: the

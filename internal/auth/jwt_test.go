@@ -263,10 +263,15 @@ func TestJWTClaims(t *testing.T) {
 		{"sub with a leading tab", jwt.MapClaims{"sub": []any{"bob", "\talice"}}, nil, `the token's "sub" claim names a resource with spaces around it or control characters in it ("\talice"): resource ids have neither`},
 		{"sub with a NUL", jwt.MapClaims{"sub": "ali\x00ce"}, nil, `the token's "sub" claim names a resource with spaces around it or control characters in it ("ali\x00ce"): resource ids have neither`},
 		{"sub with spaces inside", jwt.MapClaims{"sub": "alice smith"}, []string{"alice smith"}, ""},
+		{"a minor", jwt.MapClaims{"minor": true}, []string{"alice"}, ""},
+		{"minor not a boolean", jwt.MapClaims{"minor": "yes"}, []string{"alice"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			id, err := a.Authenticate(context.Background(), s.sign(t, claims(c, tt.edits)))
+			if want := tt.edits["minor"] == true; err == nil && id.Minor != want {
+				t.Errorf("Minor = %v, want %v", id.Minor, want)
+			}
 			if tt.resources == nil {
 				refused(t, err, tt.refusal)
 				return

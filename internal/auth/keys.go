@@ -70,12 +70,19 @@ func parseKeys(name string, data []byte) (*keySet, error) {
 		lineErr := func(format string, args ...any) error {
 			return fmt.Errorf("API key file %s, line %d: %s", name, line, fmt.Sprintf(format, args...))
 		}
+		minor := false
 		switch len(fields) {
 		case 1:
 			return nil, lineErr("a key without resources; write KEY RESOURCE[,RESOURCE...] or KEY *")
 		case 2:
+		case 3:
+			// The one attribute a key may have: its user is a minor.
+			if fields[2] != "minor" {
+				return nil, lineErr("an unknown attribute %q after the resources: the only one is minor", fields[2])
+			}
+			minor = true
 		default:
-			return nil, lineErr("%d fields where 2 were expected: KEY RESOURCE[,RESOURCE...] (no spaces in the list of resources)", len(fields))
+			return nil, lineErr("%d fields where 2 or 3 were expected: KEY RESOURCE[,RESOURCE...] [minor] (no spaces in the list of resources)", len(fields))
 		}
 		digest, err := keyDigest(fields[0])
 		if err != nil {
@@ -89,6 +96,7 @@ func parseKeys(name string, data []byte) (*keySet, error) {
 		if err != nil {
 			return nil, lineErr("%v", err)
 		}
+		id.Minor = minor
 		ks.entries = append(ks.entries, keyEntry{digest: digest, id: id})
 	}
 	if err := sc.Err(); err != nil {

@@ -90,6 +90,8 @@ func TestKeyFileAccepted(t *testing.T) {
 			auth.Identity{Method: "api-key", Subject: subject(keyB), Resources: []string{"alice", "bob"}}},
 		{"a dotted key not shaped like a JWT", "v1.k.e.y alice\n", "v1.k.e.y",
 			auth.Identity{Method: "api-key", Subject: subject("v1.k.e.y"), Resources: []string{"alice"}}},
+		{"a minor's key", keyA + " alice minor # a teenager's app\n", keyA,
+			auth.Identity{Method: "api-key", Subject: subject(keyA), Resources: []string{"alice"}, Minor: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +121,8 @@ func TestKeyFileRefused(t *testing.T) {
 		{"an empty resource", keyA + " alice,,bob\n", "line 1: an empty resource name"},
 		{"a trailing comma", keyA + " alice,\n", "line 1: an empty resource name"},
 		{"a leading comma", keyA + " ,alice\n", "line 1: an empty resource name"},
-		{"a space in the list", keyA + " alice, bob\n", "line 1: 3 fields where 2 were expected"},
+		{"a space in the list", keyA + " alice, bob\n", "line 1: an unknown attribute \"bob\" after the resources"},
+		{"too many fields", keyA + " alice minor more\n", "line 1: 4 fields where 2 or 3 were expected"},
 		{"* mixed with names", keyA + " alice,*\n", "line 1: * mixed with resource names"},
 		{"sha256 form too short", "sha256:" + digest(keyA)[:63] + " alice\n", "line 1: a malformed sha256 key"},
 		{"sha256 form too long", "sha256:" + digest(keyA) + "00 alice\n", "line 1: a malformed sha256 key"},

@@ -22,11 +22,38 @@ import (
 // for tool-call, api.ToolResult for tool-result, api.StepFinishPayload,
 // api.RunFinishPayload, api.ToolErrorPayload for a tool's error event), nil
 // when the event has none, or json.RawMessage for a type this client does
-// not know.
+// not know. A start's payload carries the notices the user must be told
+// with the reply (Notices), a run-finish's whether a safety processor
+// stopped the run (Tripwire).
 type Event struct {
 	// ID is the event's number in the run (its SSE id): 1, 2, 3...
 	ID int64
 	api.Event
+}
+
+// Notices are the notices of a start event, in the order the service sent
+// them: that the user talks to an AI (api.NoticeAIDisclosure), to take a
+// break (api.NoticeBreakReminder), where to find help
+// (api.NoticeCrisisReferral). They are nil for any other event, and for a
+// start without any.
+func (e Event) Notices() []api.Notice {
+	p, ok := e.Payload.(api.StartPayload)
+	if !ok {
+		return nil
+	}
+	return p.Notices
+}
+
+// Tripwire reports whether e is the run-finish of a run a safety processor
+// stopped, and why (the service's tripwireReason, such as "crisis: suicidal
+// ideation"). What the user is to read of such a run came before, as text
+// events.
+func (e Event) Tripwire() (reason string, tripped bool) {
+	p, ok := e.Payload.(api.RunFinishPayload)
+	if !ok || !p.Tripwire {
+		return "", false
+	}
+	return p.TripwireReason, true
 }
 
 // ErrBroken is the error of a stream that broke off before its run-finish

@@ -207,6 +207,14 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 		return in, apperr.New(apperr.Invalid, "%s: %q is not a personality: use one of guru, wanderer, friend, philosopher", field, clip(name))
 	}
 	in.Personality = p
+	if req.RuntimeContext != nil && req.RuntimeContext.Metadata.Minor {
+		in.Minor = true
+	}
+	if req.RuntimeContext != nil && req.RuntimeContext.Metadata.Locale != "" {
+		if in.Locale = localeTag(req.RuntimeContext.Metadata.Locale); in.Locale == "" {
+			return in, apperr.New(apperr.Invalid, "runtimeContext.metadata.locale: %q is not a locale: use a BCP 47 tag such as en-US", clip(req.RuntimeContext.Metadata.Locale))
+		}
+	}
 
 	if req.MaxSteps < 0 {
 		return in, apperr.New(apperr.Invalid, "maxSteps must not be negative")
@@ -218,6 +226,29 @@ func validateRun(req api.GenerateRequest, lim Limits) (agent.Input, error) {
 		in.MaxOutputTokens = req.ModelSettings.MaxOutputTokens
 	}
 	return in, nil
+}
+
+// localeTag is s as a locale tag (letters, digits and hyphens, at most 35
+// bytes, starting with a letter), or "" when it is not one.
+func localeTag(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || len(s) > 35 || !unicode.IsLetter(rune(s[0])) {
+		return ""
+	}
+	for _, c := range s {
+		if !(c == '-' || c == '_' || c < 0x80 && (unicode.IsLetter(c) || unicode.IsDigit(c))) {
+			return ""
+		}
+	}
+	return strings.ReplaceAll(s, "_", "-")
+}
+
+// acceptLocale is the first locale of an Accept-Language header, "" for
+// none ("*" is none).
+func acceptLocale(h string) string {
+	first, _, _ := strings.Cut(h, ",")
+	first, _, _ = strings.Cut(first, ";")
+	return localeTag(first)
 }
 
 // checkID refuses an identifier (a thread's, a resource's, a message's)

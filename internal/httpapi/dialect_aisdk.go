@@ -41,7 +41,11 @@ func (d *aisdkDialect) frames(rec *run.Record, out []frame) []frame {
 		if id := cmp.Or(rec.Start.RunID, d.runID); id != "" {
 			c.MessageMetadata = &api.AISDKMetadata{RunID: id}
 		}
-		return append(out, frame{v: c})
+		out = append(out, frame{v: c})
+		for _, n := range rec.Start.Notices {
+			out = append(out, frame{v: api.AISDKChunk{Type: "data-notice", Data: api.Notice(n)}})
+		}
+		return out
 	case rec.StepStart != nil:
 		return append(out, frame{v: api.AISDKChunk{Type: "start-step"}})
 	case rec.Text != nil:
@@ -73,6 +77,9 @@ func (d *aisdkDialect) frames(rec *run.Record, out []frame) []frame {
 		return append(out, frame{v: api.AISDKChunk{Type: "error", ErrorText: rec.Failed.Message}})
 	case rec.Finished != nil:
 		out = d.endText(out)
+		if rec.Finished.Tripwire {
+			out = append(out, frame{v: api.AISDKChunk{Type: "data-tripwire", Data: api.DataTripwire{TripwireReason: rec.Finished.TripwireReason}}})
+		}
 		c := costOf(rec.Finished.Cost)
 		return append(out, frame{v: api.AISDKChunk{Type: "finish", FinishReason: sdkReason(rec.Finished.Reason), MessageMetadata: &api.AISDKMetadata{Cost: &c}}})
 	}

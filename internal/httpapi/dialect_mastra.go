@@ -52,7 +52,11 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
 		d.messageID = rec.Start.MessageID
-		return append(out, d.chunk("start", api.MastraStart{ID: agent.Name}))
+		out = append(out, d.chunk("start", api.MastraStart{ID: agent.Name}))
+		for _, n := range rec.Start.Notices {
+			out = append(out, d.chunk("data-notice", api.Notice(n)))
+		}
+		return out
 	case rec.StepStart != nil:
 		d.messageID = rec.StepStart.MessageID
 		return append(out, d.chunk("step-start", api.MastraStepStart{MessageID: d.messageID, Warnings: []any{}}))
@@ -97,6 +101,10 @@ func (d *mastraDialect) frames(rec *run.Record, out []frame) []frame {
 	case rec.Failed != nil:
 		out = d.endText(out)
 		return append(out, d.chunk("error", api.MastraErrorPayload{Error: api.MastraError{Code: rec.Failed.Code, Message: rec.Failed.Message}}))
+	case rec.Finished != nil && rec.Finished.Tripwire:
+		// Mastra ends a tripped run with its tripwire chunk, not a finish.
+		out = d.endText(out)
+		return append(out, d.chunk("tripwire", api.MastraTripwire{TripwireReason: rec.Finished.TripwireReason}))
 	case rec.Finished != nil:
 		out = d.endText(out)
 		u := usageOf(rec.Finished.Usage)

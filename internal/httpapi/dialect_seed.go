@@ -16,7 +16,7 @@ func seedEvent(runID string, ev agent.Event) api.Event {
 	case agent.RunStarted:
 		out.Type = api.EventStart
 		out.Payload = api.StartPayload{AgentID: api.AgentID, ThreadID: e.ThreadID, ResourceID: e.ResourceID,
-			Personality: string(e.Personality), TraceID: e.TraceID}
+			Personality: string(e.Personality), TraceID: e.TraceID, Notices: notices(e.Notices)}
 	case agent.StepStarted:
 		out.Type = api.EventStepStart
 		out.Payload = api.StepStartPayload{StepIndex: e.Index, StepType: string(e.Kind), MessageID: e.MessageID}
@@ -63,7 +63,8 @@ func (d *seedDialect) frames(rec *run.Record, out []frame) []frame {
 		return append(out, frame{v: api.Event{Type: api.EventError, RunID: d.runID, Error: &api.StreamError{Message: rec.Failed.Message, Code: rec.Failed.Code}}})
 	case rec.Finished != nil:
 		return append(out, frame{v: api.Event{Type: api.EventRunFinish, RunID: d.runID,
-			Payload: api.RunFinishPayload{FinishReason: rec.Finished.Reason, Usage: usageOf(rec.Finished.Usage), Cost: costOf(rec.Finished.Cost)}}})
+			Payload: api.RunFinishPayload{FinishReason: rec.Finished.Reason, Usage: usageOf(rec.Finished.Usage), Cost: costOf(rec.Finished.Cost),
+				Tripwire: rec.Finished.Tripwire, TripwireReason: rec.Finished.TripwireReason}}})
 	}
 	ev := rec.Event()
 	if ev == nil {

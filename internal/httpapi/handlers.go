@@ -73,6 +73,12 @@ func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func(
 	if err != nil {
 		return in, err
 	}
+	if in.Locale == "" {
+		in.Locale = acceptLocale(r.Header.Get("Accept-Language"))
+	}
+	if id, ok := identityOf(r.Context()); ok && id.Minor {
+		in.Minor = true
+	}
 	in.ResourceID, err = s.resource(r.Context(), in.ResourceID)
 	return in, err
 }

@@ -59,7 +59,7 @@ func generateBody(o *turn.Outcome) api.GenerateResponse {
 	for _, m := range o.Stored {
 		resp.UIMessages = append(resp.UIMessages, uiMessage(o.Thread, m, modelMessagesOf(m)))
 	}
-	return api.GenerateResponse{
+	body := api.GenerateResponse{
 		Text:             res.Text(),
 		Usage:            usageOf(res.Usage),
 		TotalUsage:       usageOf(res.Usage),
@@ -76,7 +76,21 @@ func generateBody(o *turn.Outcome) api.GenerateResponse {
 		Sources:          []any{},
 		Files:            []any{},
 		Response:         resp,
+		Notices:          notices(res.Notices),
 	}
+	if res.Trip != nil {
+		body.Tripwire, body.TripwireReason = true, res.Trip.Reason
+	}
+	return body
+}
+
+// notices are ns as the API shows them: [] for none.
+func notices(ns []agent.Notice) []api.Notice {
+	out := make([]api.Notice, len(ns))
+	for i, n := range ns {
+		out[i] = api.Notice(n)
+	}
+	return out
 }
 
 // stepBody is one step of the generate body. reply is what the run added
@@ -92,6 +106,9 @@ func stepBody(res *agent.Result, s agent.Step, reply []model.Message) api.Step {
 		Request:          api.RequestInfo{Body: requestBody(s.ModelID, s.Request)},
 		ProviderMetadata: s.ProviderMetadata,
 		TraceID:          res.TraceID,
+	}
+	if s.FinishReason == agent.FinishTripped && res.Trip != nil && s.Index == len(res.Steps)-1 {
+		st.Tripwire, st.TripwireReason = true, res.Trip.Reason
 	}
 	if st.ProviderMetadata == nil {
 		st.ProviderMetadata = map[string]any{}

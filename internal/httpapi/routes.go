@@ -66,6 +66,7 @@ func (s *Server) routes() chi.Router {
 			r.Get("/api/memory/search", s.handleSearch())
 			r.With(s.requireJSON).Post("/api/memory/save-messages", s.handleSaveMessages())
 			r.Delete("/api/memory/resources/{resourceId}", s.handleEraseResource())
+			r.Get("/api/safety/referrals", s.handleReferrals())
 		}
 	})
 	return r

@@ -35,6 +35,7 @@ type Threads interface {
 	Search(ctx context.Context, req turn.SearchRequest) (turn.SearchResults, error)
 	Import(ctx context.Context, msgs []turn.ImportMessage) ([]turn.ImportMessage, error)
 	EraseResource(ctx context.Context, resourceID string) (memory.Erased, error)
+	Referrals(ctx context.Context, from, to string) (turn.ReferralReport, error)
 }
 
 // answerJSON adapts a handler that returns a body or an error: the body

@@ -144,6 +144,11 @@ type Store interface {
 	// (inclusive, as Day formats them) that have some, oldest first, each
 	// with its threads' (most used first).
 	UsageBetween(ctx context.Context, resourceID, from, to string) ([]DayUsage, error)
+	// CountReferral adds one to day and locale's count of crisis referrals.
+	CountReferral(ctx context.Context, day, locale string) error
+	// ReferralCounts returns the counts of the days from from to to
+	// (inclusive), oldest first, then by locale.
+	ReferralCounts(ctx context.Context, from, to string) ([]ReferralCount, error)
 	// Ping checks that the database answers, holds the schema this build
 	// expects (every table with every column it reads) and takes a write;
 	// a store that cannot write returns a *WriteError, also while a write

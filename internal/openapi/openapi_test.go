@@ -41,6 +41,7 @@ const (
 	searchPath  = "/api/memory/search"
 	savePath    = "/api/memory/save-messages"
 	resources   = "/api/memory/resources/"
+	referrals   = "/api/safety/referrals"
 	berlin      = "What's the weather in Berlin?"
 	errorville  = "What's the weather in Errorville?"
 	story       = "Tell me a long story about the sea."
@@ -72,6 +73,9 @@ func chatBody(chat, text string, extra ...string) string {
 }
 
 func format(d string) http.Header { return header("X-Stream-Format", d) }
+
+// crisisText is a message the crisis protocol trips on.
+const crisisText = "I can't do this anymore, I want to kill myself."
 
 // owned is a query naming resourceOne.
 const owned = "?resourceId=" + resourceOne
@@ -130,7 +134,7 @@ var untestable = []struct {
 	why    string
 }{
 	{[]string{"listAgents", "getAgent", "listModels", "chatCompletions", "generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
-		"getWorkingMemory", "updateWorkingMemory", "listWorkingMemoryVersions", "restoreWorkingMemory", "searchMemory", "saveMessages", "eraseResource",
+		"getWorkingMemory", "updateWorkingMemory", "listWorkingMemoryVersions", "restoreWorkingMemory", "searchMemory", "saveMessages", "eraseResource", "getReferrals",
 		"health", "ready", "metrics"}, 500,
 		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (A reply that cannot be saved is the store's failure: generate answers 503, tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
 	{[]string{"listAgents", "getAgent", "listModels", "cancelRun", "metrics"}, 503,
@@ -249,10 +253,15 @@ func mainScenarios(t *testing.T, c *checker) {
 		do(method, p, `{"title":"x"}`, 415, "Content-Type", "application/xml")
 	}
 
-	// Streams in every dialect: the weather, its failure, the token limit.
+	// A crisis trips the run (docs/safety.md); a user's locale and a minor.
+	do("POST", generate, runBody("g-crisis", crisisText, `,"runtimeContext":{"metadata":{"locale":"en-GB","minor":true}}`), 200)
+	do("POST", generate, runBody("g-locale", "Hi", `,"runtimeContext":{"metadata":{"locale":"not a locale"}}`), 400)
+
+	// Streams in every dialect: the weather, its failure, the token limit,
+	// a crisis.
 	var runID string
 	for _, d := range dialects {
-		for i, q := range []struct{ text, extra string }{{berlin, ""}, {errorville, ""}, {story, `,"modelSettings":{"maxOutputTokens":12}`}} {
+		for i, q := range []struct{ text, extra string }{{berlin, ""}, {errorville, ""}, {story, `,"modelSettings":{"maxOutputTokens":12}`}, {crisisText, ""}} {
 			s := c.open(t, svc, "POST", streamPath, runBody(fmt.Sprintf("s-%s-%d", d, i), q.text, q.extra), format(d))
 			frames := s.finish(t)
 			if d == "seed" && q.text == berlin {
@@ -338,6 +347,10 @@ func mainScenarios(t *testing.T, c *checker) {
 	do("GET", usagePath+"?resourceid="+resourceOne, "", 200)
 	do("GET", usagePath, "", 400)
 	do("GET", usagePath+owned+"&days=0", "", 400)
+	do("GET", referrals, "", 200)
+	do("GET", referrals+"?from=2027-01-01&to=2027-12-31", "", 200)
+	do("GET", referrals+"?from=2027-12-31&to=2027-01-01", "", 400)
+	do("GET", referrals+"?from=July", "", 400)
 	do("GET", "/metrics", "", 200)
 }
 
@@ -367,6 +380,9 @@ func authScenarios(t *testing.T, c *checker) {
 	want(t, res, b, 403)
 	res, b = c.do(t, svc, "GET", usagePath, "", bearer)
 	want(t, res, b, 200)
+	// The crisis referrals are of no resource: for a credential of every one.
+	res, b = c.do(t, svc, "GET", referrals, "", bearer)
+	want(t, res, b, 403)
 	// The memory routes: another resource's working memory, search,
 	// import and erasure are refused.
 	for _, r := range []operation{{"GET", threads + "/a-2/working-memory?resourceId=user-2", ""},
@@ -413,6 +429,7 @@ func everyOperation(thread, run string) []operation {
 		{"GET", searchPath + owned + "&searchQuery=sister", ""},
 		{"POST", savePath, saveBody(thread, resourceOne, "Hi")},
 		{"DELETE", resources + resourceOne, ""},
+		{"GET", referrals, ""},
 		{"GET", "/health", ""},
 		{"GET", "/ready", ""},
 		{"GET", "/metrics", ""},
@@ -645,7 +662,7 @@ func storeScenarios(t *testing.T, c *checker) {
 		{"GET", threads + "/kept/working-memory" + owned, ""}, {"POST", threads + "/kept/working-memory" + owned, `{"workingMemory":"- Sister: Ana"}`},
 		{"GET", threads + "/kept/working-memory/versions" + owned, ""}, {"POST", threads + "/kept/working-memory/restore" + owned, `{"version":1}`},
 		{"GET", searchPath + owned + "&searchQuery=hi", ""}, {"POST", savePath, saveBody("kept", resourceOne, "Hi")},
-		{"DELETE", resources + resourceOne, ""}} {
+		{"DELETE", resources + resourceOne, ""}, {"GET", referrals, ""}} {
 		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 		want(t, res, b, 503)
 	}

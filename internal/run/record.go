@@ -51,6 +51,10 @@ type Finished struct {
 	Reason string
 	Usage  model.Usage
 	Cost   pricing.Cost
+	// Tripwire is set when a processor stopped the run, and
+	// TripwireReason says why.
+	Tripwire       bool
+	TripwireReason string
 }
 
 // Opening reports whether rec is held back until the model produced

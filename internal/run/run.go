@@ -169,7 +169,11 @@ func (rs *Runs) execute(ctx context.Context, in agent.Input, w runlog.Writer) {
 		return appendRec(recordOf(ev))
 	})
 	if err == nil {
-		err = appendRec(&Record{Finished: &Finished{Reason: res.FinishReason, Usage: res.Usage, Cost: res.Cost}})
+		fin := &Finished{Reason: res.FinishReason, Usage: res.Usage, Cost: res.Cost}
+		if res.Trip != nil {
+			fin.Tripwire, fin.TripwireReason = true, res.Trip.Reason
+		}
+		err = appendRec(&Record{Finished: fin})
 		if err != nil {
 			rs.log.LogAttrs(ctx, slog.LevelError, "the run's end could not be logged", errAttr(err))
 		}

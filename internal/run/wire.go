@@ -102,6 +102,13 @@ type (
 		Personality string `json:"Personality"`
 		TraceID     string `json:"TraceID"`
 		MessageID   string `json:"MessageID"`
+		// Notices came with format 1 unchanged: a reader without them
+		// skips them, and its stream tells no notices.
+		Notices []wireNotice `json:"notices,omitempty"`
+	}
+	wireNotice struct {
+		Kind string `json:"kind"`
+		Text string `json:"text"`
 	}
 	wireStepStarted struct {
 		Index     int    `json:"Index"`
@@ -136,6 +143,9 @@ type (
 		Reason string    `json:"reason"`
 		Usage  wireUsage `json:"usage"`
 		Cost   wireCost  `json:"cost"`
+		// The tripwire came with format 1 unchanged, as notices did.
+		Tripwire       bool   `json:"tripwire,omitempty"`
+		TripwireReason string `json:"tripwireReason,omitempty"`
 	}
 	wireUsage struct {
 		InputTokens       int `json:"InputTokens"`
@@ -178,6 +188,9 @@ func (e *encoder) encode(rec *Record) ([]byte, error) {
 	if ev := rec.Start; ev != nil {
 		e.start = wireRunStarted{RunID: ev.RunID, ThreadID: ev.ThreadID, ResourceID: ev.ResourceID,
 			Personality: string(ev.Personality), TraceID: ev.TraceID, MessageID: ev.MessageID}
+		for _, n := range ev.Notices {
+			e.start.Notices = append(e.start.Notices, wireNotice(n))
+		}
 		e.w.Start = &e.start
 	}
 	if ev := rec.StepStart; ev != nil {
@@ -198,7 +211,7 @@ func (e *encoder) encode(rec *Record) ([]byte, error) {
 		e.w.StepFinish = &e.stepFinish
 	}
 	if f := rec.Finished; f != nil {
-		e.finished = wireFinished{Reason: f.Reason, Usage: wireUsage(f.Usage), Cost: wireCost(f.Cost)}
+		e.finished = wireFinished{Reason: f.Reason, Usage: wireUsage(f.Usage), Cost: wireCost(f.Cost), Tripwire: f.Tripwire, TripwireReason: f.TripwireReason}
 		e.w.Finished = &e.finished
 	}
 	return json.Marshal(&e.w)
@@ -237,6 +250,9 @@ func (d *Decoder) Decode(data []byte) (*Record, error) {
 	if s := w.Start; s != nil {
 		rec.Start = &agent.RunStarted{RunID: s.RunID, ThreadID: s.ThreadID, ResourceID: s.ResourceID,
 			Personality: agent.Personality(s.Personality), TraceID: s.TraceID, MessageID: s.MessageID}
+		for _, n := range s.Notices {
+			rec.Start.Notices = append(rec.Start.Notices, agent.Notice(n))
+		}
 	}
 	if s := w.StepStart; s != nil {
 		rec.StepStart = &agent.StepStarted{Index: s.Index, Kind: agent.StepKind(s.Kind), MessageID: s.MessageID}
@@ -252,7 +268,7 @@ func (d *Decoder) Decode(data []byte) (*Record, error) {
 			Usage: model.Usage(s.Usage), Cost: pricing.Cost(s.Cost)}
 	}
 	if f := w.Finished; f != nil {
-		rec.Finished = &Finished{Reason: f.Reason, Usage: model.Usage(f.Usage), Cost: pricing.Cost(f.Cost)}
+		rec.Finished = &Finished{Reason: f.Reason, Usage: model.Usage(f.Usage), Cost: pricing.Cost(f.Cost), Tripwire: f.Tripwire, TripwireReason: f.TripwireReason}
 	}
 	return rec, nil
 }

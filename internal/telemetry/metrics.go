@@ -67,6 +67,8 @@ type Metrics struct {
 	embedded      prometheus.Counter
 	embedCalls    *prometheus.CounterVec
 	embedDuration prometheus.Histogram
+	trips         *prometheus.CounterVec
+	referrals     *prometheus.CounterVec
 }
 
 var (
@@ -174,6 +176,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Namespace: namespace, Name: "working_memory_updates_total",
 			Help: "Updates of working memory stored, by scope (resource, thread): the model's through its tool, and people's through the API.",
 		}, []string{"scope"}),
+		trips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "tripwires_total",
+			Help: "Runs a processor stopped, by the processor's id and the reason's code (a small set: crisis kinds, moderation, minor-content).",
+		}, []string{"processor", "reason"}),
+		referrals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "crisis_referrals_total",
+			Help: "Crisis referrals shown to users, by the locale of the referral's texts (docs/safety.md).",
+		}, []string{"locale"}),
 		erasures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "resource_erasures_total",
 			Help: "Resources whose memory was erased (DELETE /api/memory/resources/{resourceId}).",
@@ -204,7 +214,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		m.httpRequests, m.httpDuration, m.streamsOpen, m.firstEvent, m.firstText, m.runsInFlight, m.runs,
 		m.runDuration, m.runSteps, m.tokens, m.modelCalls, m.modelDuration, m.toolCalls, m.toolDuration,
 		m.limited, m.sharedLimits, m.cost, m.recallLatency, m.recallResults, m.memoryUpdates, m.erasures,
-		m.searchTypes, m.embedded, m.embedCalls, m.embedDuration,
+		m.searchTypes, m.embedded, m.embedCalls, m.embedDuration, m.trips, m.referrals,
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -295,6 +305,9 @@ func (m *Metrics) RunFinished(_ context.Context, run agent.RunInfo, s agent.RunS
 	m.runs.WithLabelValues(run.Provider, run.Model, run.Personality, boundedFinish(s.FinishReason)).Inc()
 	m.runDuration.WithLabelValues(run.Provider, run.Model).Observe(s.Duration.Seconds())
 	m.runSteps.WithLabelValues(run.Provider, run.Model).Observe(float64(s.Steps))
+	if s.Trip != nil {
+		m.trips.WithLabelValues(s.Trip.Processor, s.Trip.Code).Inc()
+	}
 }
 
 // ModelCalled implements agent.Observer. Tokens are counted per call, as
@@ -395,6 +408,9 @@ func (m *Metrics) Recalled(typ string, took time.Duration, results int) {
 
 // WorkingMemoryUpdated implements turn.Observer.
 func (m *Metrics) WorkingMemoryUpdated(scope string) { m.memoryUpdates.WithLabelValues(scope).Inc() }
+
+// Referred implements turn.Observer.
+func (m *Metrics) Referred(locale string) { m.referrals.WithLabelValues(locale).Inc() }
 
 // ResourceErased implements turn.Observer.
 func (m *Metrics) ResourceErased() { m.erasures.Inc() }

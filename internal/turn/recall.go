@@ -78,7 +78,7 @@ const RecallHeading = "From earlier conversations with the user (recalled from m
 // what it finds to the model.
 func (t *Turns) recall(ctx context.Context, s *State) error {
 	cfg := t.cfg.Recall
-	if cfg.Off || s.In.ResourceID == "" {
+	if cfg.Off || s.In.ResourceID == "" || s.tripped() {
 		return nil
 	}
 	text := lastUserText(s.In.Messages)

@@ -28,7 +28,9 @@ const maxGeneratedTitle = 80
 // title is a turn's last step: after a thread's first exchange, it asks
 // for a title on a goroutine of its own, which the reply does not wait for.
 func (t *Turns) title(ctx context.Context, s *State) error {
-	if t.cfg.Titler == nil || len(s.tail) > 0 || s.Result == nil {
+	// A tripped turn's exchange (a crisis referral, say) is not sent to the
+	// model to be named: the thread stays untitled until a person names it.
+	if t.cfg.Titler == nil || len(s.tail) > 0 || s.Result == nil || s.Result.Trip != nil {
 		return nil
 	}
 	userText := lastUserText(s.In.Messages)

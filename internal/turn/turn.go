@@ -106,6 +106,8 @@ type Config struct {
 	// the same rank in the full-text one, when they are fused; 0 is
 	// DefaultEmbedWeight.
 	EmbedWeight float64
+	// Safety guards the turns' users (safety.go).
+	Safety SafetyConfig
 	// Observer is told about recall, working memory and erasures, for
 	// metrics; nil is none. Tracer makes their spans; nil makes none.
 	Observer Observer
@@ -131,6 +133,9 @@ type Observer interface {
 	// ResourceErased reports that everything kept about a resource was
 	// erased.
 	ResourceErased()
+	// Referred reports a crisis referral, in the texts of locale (a
+	// locale of the operator's referral texts).
+	Referred(locale string)
 }
 
 type nopObserver struct{}
@@ -138,6 +143,7 @@ type nopObserver struct{}
 func (nopObserver) Recalled(string, time.Duration, int) {}
 func (nopObserver) WorkingMemoryUpdated(string)         {}
 func (nopObserver) ResourceErased()                     {}
+func (nopObserver) Referred(string)                     {}
 
 // State is a turn as its steps see and change it.
 type State struct {
@@ -155,6 +161,8 @@ type State struct {
 	// wm is working memory when the store read it as it took the thread
 	// (workingMemoryBeginner), for the step that shows it.
 	wm *memory.WorkingMemory
+	// trip is an input processor's (guard), nil when none tripped.
+	trip *agent.Trip
 	// queryVec receives the new message's vector, for recall, when an
 	// embedding model makes one (vectors.go).
 	queryVec <-chan []float32
@@ -222,9 +230,13 @@ func New(cfg Config) (*Turns, error) {
 		// The quota first: a request over it neither takes nor waits for
 		// the thread, and the thread is not held for its read.
 		{"check the quota", t.checkQuota},
+		// Before anything else sees the message: what is stored, embedded
+		// and shown is what the processors let through.
+		{"guard the message", t.guard},
 		// Started early, so that it may have answered by recall.
 		{"embed the question", t.startQueryVector},
 		{"take the thread", t.take},
+		{"tell the notices", t.notify},
 		{"show working memory", t.workingMemory},
 		{"recall earlier conversations", t.recall},
 	}

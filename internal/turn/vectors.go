@@ -84,7 +84,7 @@ func (t *Turns) embedQuery(ctx context.Context, text string) []float32 {
 // recall; s.queryVec receives the vector (nil when there is none).
 func (t *Turns) startQueryVector(ctx context.Context, s *State) error {
 	cfg := t.cfg.Recall
-	if t.cfg.Embedder == nil || cfg.Off || s.In.ResourceID == "" {
+	if t.cfg.Embedder == nil || cfg.Off || s.In.ResourceID == "" || s.tripped() {
 		return nil
 	}
 	text := lastUserText(s.In.Messages)

@@ -406,7 +406,7 @@ func (t *Turns) updateWorkingMemory(ctx context.Context, wm memory.WorkingMemory
 // model, and offers the tool that changes it.
 func (t *Turns) workingMemory(ctx context.Context, s *State) error {
 	cfg := t.cfg.WorkingMemory
-	if cfg.Off {
+	if cfg.Off || s.tripped() {
 		return nil
 	}
 	scope, key := cfg.key(s.In.ThreadID, s.In.ResourceID)

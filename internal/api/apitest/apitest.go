@@ -75,6 +75,10 @@ type callPayload struct {
 	Result        json.RawMessage `json:"result"`
 	StepType      string          `json:"stepType"`
 	FinishReason  string          `json:"finishReason"`
+	// Of start and run-finish, when there are notices or a tripwire.
+	Notices        []api.Notice `json:"notices"`
+	Tripwire       bool         `json:"tripwire"`
+	TripwireReason string       `json:"tripwireReason"`
 }
 
 // Check verifies a complete stream on its own: every event has a type and
@@ -237,18 +241,27 @@ func CheckAgainst(events []Event, gen api.GenerateResponse) error {
 		errs = append(errs, fmt.Errorf("text events concatenate to %q, generate's text is %q", got, gen.Text))
 	}
 	var calls, results []callPayload
-	finish := ""
+	var start, end callPayload
 	for _, e := range events {
 		var p callPayload
 		_ = json.Unmarshal(e.Payload, &p)
 		switch e.Type {
+		case api.EventStart:
+			start = p
 		case api.EventToolCall:
 			calls = append(calls, p)
 		case api.EventToolResult:
 			results = append(results, p)
 		case api.EventRunFinish:
-			finish = p.FinishReason
+			end = p
 		}
+	}
+	finish := end.FinishReason
+	if end.Tripwire != gen.Tripwire || end.TripwireReason != gen.TripwireReason {
+		errs = append(errs, fmt.Errorf("run-finish's tripwire %v (%q), generate's %v (%q)", end.Tripwire, end.TripwireReason, gen.Tripwire, gen.TripwireReason))
+	}
+	if !noticesEqual(start.Notices, gen.Notices) {
+		errs = append(errs, fmt.Errorf("start's notices %+v, generate's %+v", start.Notices, gen.Notices))
 	}
 	if len(calls) != len(gen.ToolCalls) {
 		errs = append(errs, fmt.Errorf("stream has %d tool calls, generate %d", len(calls), len(gen.ToolCalls)))

@@ -62,6 +62,8 @@ func CheckMastra(body []byte, g api.GenerateResponse) error {
 		sawFinish  bool
 		toolErrors = 0
 		runID      string
+		notices    []api.Notice
+		tripwire   *string
 	)
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	for i, b := range blocks[:len(blocks)-1] {
@@ -149,11 +151,25 @@ func CheckMastra(body []byte, g api.GenerateResponse) error {
 			}
 		case "error":
 			fail("an error chunk: Mastra's client throws on it")
+		case "data-notice":
+			var n api.Notice
+			_ = json.Unmarshal(c.Payload, &n)
+			notices = append(notices, n)
+		case "tripwire":
+			r := str("tripwireReason")
+			tripwire = &r
+			sawFinish = true
 		}
 		last = c
 	}
-	if last.Type != "finish" {
+	switch {
+	case g.Tripwire && (last.Type != "tripwire" || tripwire == nil || *tripwire != g.TripwireReason):
+		errs = append(errs, fmt.Errorf("the run tripped (%q); the last chunk is %s", g.TripwireReason, last.Type))
+	case !g.Tripwire && last.Type != "finish":
 		errs = append(errs, fmt.Errorf("the last chunk is %s, not finish", last.Type))
+	}
+	if !noticesEqual(notices, g.Notices) {
+		errs = append(errs, fmt.Errorf("data-notice chunks %+v; the run's notices %+v", notices, g.Notices))
 	}
 	if len(open) > 0 {
 		errs = append(errs, fmt.Errorf("text blocks left open: %v", open))
@@ -200,6 +216,9 @@ func CheckUIMessageStream(body []byte, g api.GenerateResponse) error {
 		failed = map[string]string{}
 		steps  int
 		errs   []error
+		// notices and tripwire are the data parts.
+		notices  []api.Notice
+		tripwire *string
 	)
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	chunks := datas[:len(datas)-1]
@@ -268,9 +287,25 @@ func CheckUIMessageStream(body []byte, g api.GenerateResponse) error {
 			}
 		case "error":
 			fail("an error chunk: %s", c["errorText"])
+		case "data-notice":
+			var n api.Notice
+			if err := json.Unmarshal(c["data"], &n); err != nil || n.Kind == "" || n.Text == "" {
+				fail("data-notice without data.kind and data.text: %s", d)
+			}
+			notices = append(notices, n)
+		case "data-tripwire":
+			var t api.DataTripwire
+			_ = json.Unmarshal(c["data"], &t)
+			tripwire = &t.TripwireReason
 		default:
 			fail("chunk %d has an unknown type %q", i, typ)
 		}
+	}
+	if g.Tripwire != (tripwire != nil) || tripwire != nil && *tripwire != g.TripwireReason {
+		errs = append(errs, fmt.Errorf("data-tripwire %v; the run's tripwire %v (%q)", tripwire, g.Tripwire, g.TripwireReason))
+	}
+	if !noticesEqual(notices, g.Notices) {
+		errs = append(errs, fmt.Errorf("data-notice parts %+v; the run's notices %+v", notices, g.Notices))
 	}
 	if text.String() != g.Text {
 		errs = append(errs, fmt.Errorf("text-delta chunks concatenate to %q, the reply is %q", text.String(), g.Text))
@@ -295,4 +330,19 @@ func CheckUIMessageStream(body []byte, g api.GenerateResponse) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noticesEqual reports whether a stream's notices are a run's: those of
+// its start, which are all of them unless an output processor tripped
+// (its notice is in the generate body only).
+func noticesEqual(stream, run []api.Notice) bool {
+	if len(stream) > len(run) {
+		return false
+	}
+	for i := range stream {
+		if stream[i] != run[i] {
+			return false
+		}
+	}
+	return len(stream) == len(run) || len(run) == len(stream)+1 && run[len(run)-1].Kind != api.NoticeAIDisclosure
 }

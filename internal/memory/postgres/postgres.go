@@ -202,6 +202,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	b.Queue(`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`)
 	b.Queue(`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`)
 	b.Queue(`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`)
+	b.Queue(`SELECT day, locale, count FROM crisis_referrals LIMIT 1`)
 	b.Queue(`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`)
 	b.Queue(`SELECT thread_id, seq, resource_id, doc FROM message_search LIMIT 1`)
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {

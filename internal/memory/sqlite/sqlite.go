@@ -359,6 +359,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		`SELECT thread_id, ` + messageCols + ` FROM messages LIMIT 1`,
 		`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`,
 		`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`,
+		`SELECT day, locale, count FROM crisis_referrals LIMIT 1`,
 		`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`,
 		`SELECT rowid FROM messages_fts WHERE messages_fts MATCH '{res text near}: ping' LIMIT 1`,
 	} {

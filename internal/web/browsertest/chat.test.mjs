@@ -42,6 +42,11 @@ const WEATHER = "What's the weather in Berlin?";
 const BROKEN_WEATHER = "What's the weather in Errorville?";
 const LONG = 'Tell me something kind about rainy days, please.';
 const REMEMBER = 'Remember that my sister is called Ana.';
+const CRISIS = 'I want to kill myself';
+// The service's ai-disclosure notice, told with a thread's first reply.
+const DISCLOSURE = 'You are talking to an AI companion, not a person.';
+const REFERRAL = 'If you are thinking about suicide or hurting yourself, please reach out now: call or text 988.';
+const SORRY = "I'm really sorry you're feeling this way, and I'm glad you told me.";
 
 let browser;
 
@@ -303,11 +308,25 @@ describe('web chat, desktop', () => {
   test('the personality picker changes the voice of the next reply', async () => {
     await u.personality.selectOption({ label: 'Guru' });
     const sent = page.waitForRequest((r) => r.url().endsWith('/api/agents/companionAgent/stream') && r.method() === 'POST');
-    const { text } = await sendAndWatch(page, 'And how do I end it?');
+    const { text } = await sendAndWatch(page, 'And how do I end the day?');
     const body = (await sent).postDataJSON();
     assert.equal(body.runtimeContext.metadata.personality, 'guru');
     assert.match(text, /^Breathe/, `not the guru's voice: ${text}`);
     assert.equal(await u.personality.inputValue(), 'guru');
+  });
+
+  test("a new thread's first reply says the companion is an AI, in a quiet notice above it; the next reply does not", async () => {
+    const first = u.replies.nth(0);
+    const notice = first.getByRole('note', { name: 'AI companion' });
+    await notice.waitFor();
+    assert.equal(await notice.locator('.banner-text').textContent(), DISCLOSURE);
+    // Above the reply's text, and no part of it.
+    const [box, textBox] = [await notice.boundingBox(), await first.locator('.text').first().boundingBox()];
+    assert.ok(box.y + box.height <= textBox.y, `the notice (y ${box.y}) is not above the reply (y ${textBox.y})`);
+    assert.ok(!(await replyText(first)).includes(DISCLOSURE), 'the notice is in the reply text');
+    // Quiet: a note, not an alert.
+    assert.equal(await first.getByRole('alert').count(), 0);
+    assert.equal(await u.replies.nth(1).getByRole('note').count(), 0, 'the second reply of the thread has a notice');
   });
 
   test('a new thread, and the weather as a card', async () => {
@@ -316,6 +335,8 @@ describe('web chat, desktop', () => {
     assert.equal(await page.evaluate(() => document.activeElement.id), 'message');
     assert.equal(await u.replies.count(), 0);
     const { reply, text } = await sendAndWatch(page, WEATHER);
+    // A new thread: its first reply is told to be an AI's again.
+    await reply.getByRole('note', { name: 'AI companion' }).getByText(DISCLOSURE).waitFor();
     const card = reply.getByRole('figure', { name: 'Weather in Berlin' });
     await card.waitFor();
     const shown = await card.textContent();
@@ -387,6 +408,34 @@ describe('web chat, desktop', () => {
     const want = parseSSE(full).filter((e) => e.ev.type === 'text').map((e) => e.ev.text).join('');
     assert.equal(text, want, 'the resumed reply differs from the one the service sent');
     await u.status.getByText('the reply was resumed').waitFor();
+    await page.unrouteAll();
+  });
+
+  test('a reply a safety check stopped: the crisis referral as an alert above it, and a mark of the stop with its reason', async () => {
+    // The service's stream of a run the crisis protocol stopped.
+    const events = [
+      { type: 'start', runId: 'r-tripped', payload: { agentId: 'companionAgent', threadId: 't', resourceId, personality: 'friend', traceId: 'x',
+        notices: [{ kind: 'crisis-referral', text: REFERRAL }] } },
+      { type: 'step-start', runId: 'r-tripped', payload: { stepIndex: 0, stepType: 'initial', messageId: 'm' } },
+      { type: 'text', runId: 'r-tripped', text: SORRY },
+      { type: 'run-finish', runId: 'r-tripped', payload: { finishReason: 'other', usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+        tripwire: true, tripwireReason: 'crisis: suicidal ideation' } },
+    ];
+    const body = events.map((ev, i) => `id: ${i + 1}\ndata: ${JSON.stringify(ev)}\n\n`).join('');
+    await page.route('**/api/agents/companionAgent/stream', (route) =>
+      route.fulfill({ status: 200, headers: { 'Content-Type': 'text/event-stream' }, body }), { times: 1 });
+    const { reply, text } = await sendAndWatch(page, CRISIS);
+    const help = reply.getByRole('alert', { name: 'Help is available' });
+    await help.waitFor();
+    assert.equal(await help.locator('.banner-text').textContent(), REFERRAL);
+    assert.equal(text, SORRY);
+    const [box, textBox] = [await help.boundingBox(), await reply.locator('.text').first().boundingBox()];
+    assert.ok(box.y + box.height <= textBox.y, 'the referral is not above the reply');
+    await reply.getByText('Stopped by a safety check: crisis: suicidal ideation.').waitFor();
+    assert.match(await reply.getAttribute('class'), /\btripped\b/);
+    // Only the notices the service sent.
+    assert.equal(await reply.getByRole('note').count(), 0);
+    await shot(page, 'desktop-tripped');
     await page.unrouteAll();
   });
 

@@ -2,11 +2,13 @@
 //
 // It uses the API as any client would: the threads API for the thread list
 // and a thread's history, POST .../stream in the seed dialect for a turn
-// (Server-Sent Events read from fetch, since the request is a POST), the
-// run's resume stream with Last-Event-ID when the connection breaks, and the
-// run's cancel for the stop button; the memory API for what the companion
-// knows of the person (its working memory, read and edited), the search over
-// past conversations, and forgetting everything. Every node is built with
+// (Server-Sent Events read from fetch, since the request is a POST; the
+// notices told with a reply come in its start, a safety check's stop in its
+// run-finish), the run's resume stream with Last-Event-ID when the
+// connection breaks, and the run's cancel for the stop button; the memory
+// API for what the companion knows of the person (its working memory, read
+// and edited), the search over past conversations, and forgetting
+// everything. Every node is built with
 // the DOM API and text goes in as text: the page never parses HTML.
 
 const AGENT = '/api/agents/companionAgent';
@@ -252,15 +254,58 @@ const TOOLS = {
   updateWorkingMemory: { busy: 'Noting this…', done: 'Noted in what I know about you.', failed: 'Noting this failed' },
 };
 
-// Reply is one assistant message as it is drawn: text blocks, tool cards
-// and notices, in the order they came.
+// NOTICES says how each kind of notice the service sends with a reply is
+// shown: the crisis referral stands out and is announced at once (an
+// alert); that the person talks to an AI, and a reminder to take a break,
+// are quiet notes. A kind the page does not know is a quiet note too.
+const NOTICES = {
+  'ai-disclosure': { label: 'AI companion', class: 'disclosure' },
+  'break-reminder': { label: 'Time for a break', class: 'break' },
+  'crisis-referral': { label: 'Help is available', class: 'crisis', urgent: true },
+};
+
+// Reply is one assistant message as it is drawn: the notices told with it
+// (banners above it), then text blocks, tool cards and notices, in the
+// order they came.
 class Reply {
   constructor(live) {
     this.live = live;
     this.tools = new Map();
+    this.banners = el('div', { class: 'banners' });
+    this.banners.hidden = true;
     this.body = el('div', { class: 'body' });
-    this.article = el('article', { class: 'msg assistant', 'aria-label': 'Companion' }, el('p', { class: 'who' }, 'Companion'), this.body);
+    this.article = el(
+      'article',
+      { class: 'msg assistant', 'aria-label': 'Companion' },
+      el('p', { class: 'who' }, 'Companion'),
+      this.banners,
+      this.body,
+    );
     if (live) this.article.setAttribute('aria-busy', 'true');
+  }
+
+  // banner shows a notice of the service (payload.notices of the start):
+  // what the person must be told with this reply.
+  banner(kind, text) {
+    if (typeof text !== 'string' || !text) return;
+    const n = NOTICES[kind] || { label: 'Notice', class: 'other' };
+    this.banners.append(
+      el(
+        'div',
+        { class: 'banner ' + n.class, role: n.urgent ? 'alert' : 'note', 'aria-label': n.label, 'data-kind': kind },
+        el('p', { class: 'banner-label' }, n.label),
+        el('p', { class: 'banner-text' }, text),
+      ),
+    );
+    this.banners.hidden = false;
+  }
+
+  // tripped marks a reply a safety check stopped: what it shows is what
+  // the service put in its place.
+  tripped(reason) {
+    this.article.classList.add('tripped');
+    const why = typeof reason === 'string' && reason ? ': ' + reason : '';
+    this.article.append(el('p', { class: 'notice safety', role: this.live ? 'status' : null }, 'Stopped by a safety check' + why + '.'));
   }
 
   text(t) {
@@ -701,9 +746,15 @@ function applyEvent(ev, run) {
       else r.notice('error', 'The reply failed: ' + (e.message || e.code || 'an error'));
       break;
     }
+    case 'start':
+      if (Array.isArray(p.notices)) {
+        for (const n of p.notices) if (n && typeof n === 'object') r.banner(n.kind, n.text);
+      }
+      break;
     case 'run-finish':
       run.done = true;
       run.finishReason = p.finishReason;
+      if (p.tripwire) r.tripped(p.tripwireReason);
       break;
   }
   scrollDown();

@@ -1,0 +1,46 @@
+package app
+
+import (
+	"github.com/companionhq/companion/internal/agent"
+	"github.com/companionhq/companion/internal/safety"
+	"github.com/companionhq/companion/internal/safety/moderation"
+	"github.com/companionhq/companion/internal/turn"
+)
+
+// safetyConfig is how turns guard their users under cfg: the input
+// processors in the order they run (redaction first, so that nothing
+// after it sees what it removes; the crisis protocol before moderation,
+// so that a crisis is answered with its referral), the output processors
+// of a minor's replies, and the notices.
+func safetyConfig(cfg SafetyConfig) (turn.SafetyConfig, error) {
+	out := turn.SafetyConfig{
+		Disclosure: cfg.Disclosure, DisclosureInterval: cfg.DisclosureInterval,
+		BreakReminder: cfg.BreakReminder, BreakReminderInterval: cfg.BreakReminderInterval,
+		MinorOutput: []agent.OutputProcessor{safety.MinorContent{}},
+	}
+	if cfg.RedactPII {
+		out.Input = append(out.Input, safety.PII{})
+	}
+	referrals := safety.DefaultReferrals()
+	if cfg.ReferralsFile != "" {
+		var err error
+		if referrals, err = safety.LoadReferrals(cfg.ReferralsFile); err != nil {
+			return out, err
+		}
+	}
+	// The referral a moderation verdict of self-harm trips with is the
+	// protocol's, on or off.
+	protocol := safety.NewCrisis(referrals)
+	if cfg.Crisis {
+		out.Input = append(out.Input, protocol)
+	}
+	if cfg.ModerationURL != "" {
+		mc := moderation.Config{BaseURL: cfg.ModerationURL, APIKey: cfg.ModerationKey, Model: cfg.ModerationModel}
+		var check moderation.Checker = moderation.NewOpenAI(mc)
+		if cfg.ModerationGuard {
+			check = moderation.NewGuard(mc)
+		}
+		out.Input = append(out.Input, safety.NewModeration(check, protocol))
+	}
+	return out, nil
+}
