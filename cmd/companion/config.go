@@ -392,6 +392,7 @@ func storageFlags(f *flags, cfg *app.StorageConfig, def app.StorageConfig) {
 // (docs/safety.md).
 func safetyFlags(f *flags, cfg *app.SafetyConfig, def app.SafetyConfig) {
 	f.boolean(&cfg.Crisis, setting{"crisis", "COMPANION_CRISIS", "the crisis protocol: a user's message that speaks of suicide or self-harm is answered with the crisis referral in the user's locale (docs/safety.md)"}, def.Crisis)
+	f.str(&cfg.CrisisReply, setting{"crisis-reply", "COMPANION_CRISIS_REPLY", "what answers a crisis: referral (the referral's texts alone; the run trips) or model (the referral, then the model, told to answer with care)"}, def.CrisisReply)
 	f.str(&cfg.ReferralsFile, setting{"crisis-referrals", "COMPANION_CRISIS_REFERRALS", "a JSON file of the crisis referral's texts by locale, replacing the built-in ones (docs/safety.md)"}, def.ReferralsFile)
 	f.str(&cfg.Disclosure, setting{"disclosure", "COMPANION_DISCLOSURE", "the notice that tells users they talk to an AI, at the start of each interaction; empty for none"}, def.Disclosure)
 	f.dur(&cfg.DisclosureInterval, setting{"disclosure-interval", "COMPANION_DISCLOSURE_INTERVAL", "how often the AI disclosure is told again in a continuing interaction"}, def.DisclosureInterval)
@@ -405,6 +406,9 @@ func safetyFlags(f *flags, cfg *app.SafetyConfig, def app.SafetyConfig) {
 		// The moderation endpoint's key: its own, else the OpenAI key.
 		cfg.ModerationKey = redact.Secret(cmp.Or(f.getenv("COMPANION_MODERATION_API_KEY"), f.getenv("OPENAI_API_KEY")))
 		f.require(cfg.DisclosureInterval > 0 && cfg.BreakReminderInterval > 0, "disclosure interval and break reminder interval must be above 0")
+		if cfg.CrisisReply != "referral" && cfg.CrisisReply != "model" {
+			f.fail(fmt.Errorf("crisis reply must be referral or model, not %q", cfg.CrisisReply))
+		}
 		if u := cfg.ModerationURL; u != "" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 			f.fail(errors.New("moderation URL must start with http:// or https://"))
 		}

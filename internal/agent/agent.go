@@ -158,6 +158,10 @@ type Input struct {
 	Trip *Trip
 	// Output checks the reply's text as it streams (tripwire.go).
 	Output []OutputProcessor
+	// Preface, when set, opens the reply: the service's words (a crisis
+	// referral), sent before the model's and part of the first step's
+	// text, never left to the model.
+	Preface string
 	// Locale is the user's (a BCP 47 tag, "" when unknown), for the texts
 	// the user is shown; Minor is set when the user is known to be a minor.
 	Locale string

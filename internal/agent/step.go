@@ -52,6 +52,13 @@ func (r *run) step(ctx context.Context, i int) (more bool, err error) {
 
 	req := model.Request{System: r.system, Messages: r.convo, Tools: r.specs, MaxOutputTokens: r.maxOut, Temperature: r.in.Temperature}
 	out := &answer{byID: map[string]*call{}}
+	if i == 0 && r.in.Preface != "" {
+		out.text.WriteString(r.in.Preface)
+		out.sent = len(r.in.Preface)
+		if err := r.send(TextDelta{Text: r.in.Preface}); err != nil {
+			return false, err
+		}
+	}
 	// Tools still running when the step fails must not outlive it.
 	defer func() {
 		if err != nil {

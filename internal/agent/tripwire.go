@@ -48,6 +48,11 @@ type Trip struct {
 	Text   string
 	Notice *Notice
 	Locale string
+	// Instruction, when set, makes an input processor's trip a preface: the
+	// run does not trip, the model still answers after Text (Input.Preface)
+	// and is told Instruction with what the service knows (a crisis: answer
+	// with care, after the referral).
+	Instruction string
 }
 
 // OutputProcessor checks a reply's text as the model streams it.

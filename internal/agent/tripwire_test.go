@@ -100,3 +100,28 @@ func TestOutputTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestPreface: the preface opens the reply, before the model's text, in
+// the first step's text and the stored reply; the model is called as
+// usual, and the run does not trip.
+func TestPreface(t *testing.T) {
+	m := &script{turns: []turn{{parts: parts(text("I'm here"), text(" with you."), finish(model.FinishStop, 5, 3))}}}
+	rec := &recorder{}
+	in := input("hi")
+	in.Preface = "Call or text 988.\n\n"
+	in.Output = []agent.OutputProcessor{banned{"badword"}}
+	res, err := newAgent(t, m).Run(context.Background(), in, rec.emit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.check(t, res)
+	if len(m.reqs) != 1 || res.Trip != nil || res.FinishReason != model.FinishStop || res.Text() != "Call or text 988.\n\nI'm here with you." {
+		t.Fatalf("calls %d, trip %+v, finish %q, text %q", len(m.reqs), res.Trip, res.FinishReason, res.Text())
+	}
+	if d, ok := rec.events[2].(agent.TextDelta); !ok || d.Text != in.Preface {
+		t.Fatalf("the first text is %+v, not the preface", rec.events[2])
+	}
+	if res.Reply[0].Content != res.Text() {
+		t.Fatalf("reply %+v", res.Reply)
+	}
+}

@@ -109,6 +109,10 @@ type SafetyConfig struct {
 	// when set, replaces the referral texts (safety.LoadReferrals).
 	Crisis        bool
 	ReferralsFile string
+	// CrisisReply is what answers a crisis: "referral" (the default: the
+	// referral's texts alone, the run tripped) or "model" (the referral,
+	// then the model, told to answer with care).
+	CrisisReply string
 	// Disclosure and BreakReminder are the notices' texts ("" turns one
 	// off), told every DisclosureInterval and BreakReminderInterval of
 	// continuing interaction (turn.SafetyConfig).
@@ -219,7 +223,7 @@ func Defaults() Config {
 			EmbedWeight:        turn.DefaultEmbedWeight,
 		},
 		Safety: SafetyConfig{
-			Crisis:     true,
+			Crisis: true, CrisisReply: "referral",
 			Disclosure: turn.DefaultDisclosure, DisclosureInterval: turn.DefaultDisclosureInterval,
 			BreakReminder: turn.DefaultBreakReminder, BreakReminderInterval: turn.DefaultBreakReminderInterval,
 		},

@@ -31,6 +31,9 @@ func safetyConfig(cfg SafetyConfig) (turn.SafetyConfig, error) {
 	// The referral a moderation verdict of self-harm trips with is the
 	// protocol's, on or off.
 	protocol := safety.NewCrisis(referrals)
+	if cfg.CrisisReply == "model" {
+		protocol = protocol.WithModel()
+	}
 	if cfg.Crisis {
 		out.Input = append(out.Input, protocol)
 	}

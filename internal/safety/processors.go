@@ -30,6 +30,24 @@ type Detect func(text string) (kind string)
 type Crisis struct {
 	detect    Detect
 	referrals Referrals
+	// withModel lets the model answer after the referral, told
+	// CrisisInstruction: the run does not trip.
+	withModel bool
+}
+
+// CrisisInstruction is what the model is told when it answers after a
+// crisis referral (-crisis-reply model).
+const CrisisInstruction = `<safety>
+The user's last message speaks of suicide or self-harm. The service has already shown them a crisis line, at the start of your reply: do not repeat it.
+Answer with warmth and care, briefly: acknowledge what they feel, without judging; never give information about methods; ask whether they are safe right now; encourage them to reach out to the crisis line or to someone they trust today; say that you are here to keep talking.
+</safety>`
+
+// WithModel returns c letting the model answer after the referral, with
+// CrisisInstruction, instead of the referral alone (a trip).
+func (c *Crisis) WithModel() *Crisis {
+	m := *c
+	m.withModel = true
+	return &m
 }
 
 var _ turn.InputProcessor = (*Crisis)(nil)
@@ -63,11 +81,15 @@ func (c *Crisis) Process(_ context.Context, text string, in turn.ProcessInput) (
 func (c *Crisis) Trip(kind, locale string) *agent.Trip {
 	loc, t := c.referrals.For(locale)
 	reply := t.Referral
-	if t.Reply != "" {
+	if t.Reply != "" && !c.withModel {
 		reply = t.Reply + "\n\n" + t.Referral
 	}
-	return &agent.Trip{Processor: CrisisID, Code: kind, Reason: "crisis: " + strings.ReplaceAll(kind, "-", " "),
+	trip := &agent.Trip{Processor: CrisisID, Code: kind, Reason: "crisis: " + strings.ReplaceAll(kind, "-", " "),
 		Text: reply, Notice: &agent.Notice{Kind: agent.NoticeCrisisReferral, Text: t.Referral}, Locale: loc}
+	if c.withModel {
+		trip.Instruction = CrisisInstruction
+	}
+	return trip
 }
 
 // Moderation is the moderation processor: a message the operator's

@@ -172,6 +172,13 @@ func (t *Turns) notify(ctx context.Context, s *State) error {
 		}
 		s.trip.Notice = nil
 	}
+	if s.trip != nil && s.trip.Instruction != "" {
+		// A preface, not a trip: the processor's words open the reply, and
+		// the model answers after them, told what it must know.
+		s.In.Preface = s.trip.Text + "\n\n"
+		s.In.Context = append(s.In.Context, s.trip.Instruction)
+		s.trip = nil
+	}
 	s.In.Trip = s.trip
 	if !s.tripped() {
 		s.In.Output = cfg.Output

@@ -79,6 +79,12 @@ func TestCrisisTrip(t *testing.T) {
 		if g := c.generate("t2", "u1", "this workout is killing me, I'm dying for a shower"); g.Tripwire {
 			t.Fatalf("an idiom tripped: %q", g.TripwireReason)
 		}
+		// Counted for the yearly report, by day and locale alone.
+		status, report := c.do("GET", "/api/safety/referrals", "")
+		if status != 200 || !strings.Contains(string(report), `"locale":"en-gb","count":1`) || !strings.Contains(string(report), `"total":1`) ||
+			strings.Contains(string(report), "u1") {
+			t.Fatalf("referrals: %d %s", status, report)
+		}
 		_, metrics := c.do("GET", "/metrics", "")
 		for _, want := range []string{`companion_crisis_referrals_total{locale="en-gb"} 1`, `companion_tripwires_total{processor="crisis",reason="suicidal-ideation"} 1`} {
 			if !strings.Contains(string(metrics), want) {
@@ -178,4 +184,24 @@ func TestRedactPII(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCrisisReplyModel: with -crisis-reply model, the referral opens the
+// reply and the model answers after it, told to answer with care; the run
+// does not trip; the referral is a notice and is counted all the same.
+func TestCrisisReplyModel(t *testing.T) {
+	c := start(t, apptest.SQLiteURL(t), func(c *app.Config) { c.Safety.CrisisReply = "model" })
+	g := c.generate("t1", "u1", "I want to end my life.")
+	if g.Tripwire || g.FinishReason == "other" || !strings.HasPrefix(g.Text, "If you are thinking about suicide") || len(g.Text) <= len(g.Notices[1].Text)+2 {
+		t.Fatalf("tripwire %v, finish %q, text %q", g.Tripwire, g.FinishReason, g.Text)
+	}
+	if len(g.Notices) != 2 || g.Notices[1].Kind != "crisis-referral" || !strings.HasPrefix(g.Text, g.Notices[1].Text+"\n\n") {
+		t.Fatalf("notices %+v", g.Notices)
+	}
+	if sys := system(g); !strings.Contains(sys, "<safety>") || !strings.Contains(sys, "never give information about methods") {
+		t.Fatalf("the model is not told: %s", sys)
+	}
+	if _, report := c.do("GET", "/api/safety/referrals", ""); !strings.Contains(string(report), `"total":1`) {
+		t.Fatalf("not counted: %s", report)
+	}
 }

@@ -1,19 +1,21 @@
 // Command evalsafety measures the crisis detector (internal/safety/crisis)
 // on a labelled set and prints its recall and false-trip rate.
 //
-//	go run ./tools/evalsafety [-set eval.jsonl] [-guard-url URL -guard-model NAME -guard-key KEY]
+//	go run ./tools/evalsafety [-set FILE[,FILE]] [-guard-fake | -guard-url URL -guard-model NAME [-guard-key KEY] [-guard-chat]]
 //
 // The set is JSON lines, one message a line:
 //
 //	{"text": "...", "label": "crisis"|"safe", "kind": "suicidal-ideation"|"self-harm"|"", "note": "..."}
 //
-// by default the package's own (internal/safety/crisis/testdata/eval.jsonl);
-// -set gives another of the same format. It prints recall per kind and
+// by default the package's held-out set (internal/safety/crisis/testdata/final.jsonl, written blind and never trained on);
+// -set gives another of the same format, or several separated by commas,
+// each measured on its own. It prints recall per kind and
 // overall, the false-trip rate overall and per kind found, and lists the
-// misses and the false trips. With -guard-url it also asks an
-// OpenAI-compatible moderation endpoint about every message and prints
-// the figures of the detector or the guard, as a second opinion would
-// give them.
+// misses and the false trips. With a guard it also asks the guard about
+// every message and prints the figures of the detector or the guard, as a
+// second opinion would give them: -guard-url an OpenAI-compatible
+// moderation endpoint (or with -guard-chat a guard model behind chat
+// completions), -guard-fake the fake upstream's guard model, in process.
 package main
 
 import (
@@ -34,8 +36,9 @@ import (
 
 func main() { gotool.Main("evalsafety", run) }
 
-// defaultSet is the package's set, from the module's root.
-const defaultSet = "internal/safety/crisis/testdata/eval.jsonl"
+// defaultSet is the package's held-out set, from the module's root:
+// written blind, never trained or tuned on.
+const defaultSet = "internal/safety/crisis/testdata/final.jsonl"
 
 // config is the command line.
 type config struct {
@@ -43,16 +46,20 @@ type config struct {
 	guardURL   string
 	guardModel string
 	guardKey   string
+	guardChat  bool
+	guardFake  bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("evalsafety", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.set, "set", "", "labelled set, JSON lines (default: the crisis package's "+defaultSet+")")
+	fs.StringVar(&c.set, "set", "", "labelled set, JSON lines, or several separated by commas (default: the crisis package's "+defaultSet+")")
 	fs.StringVar(&c.guardURL, "guard-url", "", "base URL of an OpenAI-compatible moderation endpoint (POST {url}/v1/moderations), as a second opinion")
 	fs.StringVar(&c.guardModel, "guard-model", "", "model the guard is asked with")
 	fs.StringVar(&c.guardKey, "guard-key", "", "bearer key of the guard, if it needs one")
+	fs.BoolVar(&c.guardChat, "guard-chat", false, "the guard is a guard model (Llama Guard's answers) behind /v1/chat/completions, not a moderation endpoint")
+	fs.BoolVar(&c.guardFake, "guard-fake", false, "the guard is the fake upstream's guard model, in process (offline)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: evalsafety [flags]\n\nMeasures the crisis detector on a labelled set; prints recall and false trips.")
 		fs.PrintDefaults()
@@ -64,8 +71,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.Usage()
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if c.guardURL == "" && (c.guardModel != "" || c.guardKey != "") {
-		return c, errors.New("-guard-model and -guard-key need -guard-url")
+	if c.guardURL == "" && (c.guardModel != "" || c.guardKey != "" || c.guardChat) {
+		return c, errors.New("-guard-model, -guard-key and -guard-chat need -guard-url")
+	}
+	if c.guardFake && c.guardURL != "" {
+		return c, errors.New("-guard-fake and -guard-url name two guards: give one")
 	}
 	return c, nil
 }
@@ -83,19 +93,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		path = filepath.Join(root, defaultSet)
 	}
-	set, err := readSet(path)
-	if err != nil {
-		return err
-	}
 	var g guard
-	if cfg.guardURL != "" {
-		g = newModeration(cfg.guardURL, cfg.guardModel, cfg.guardKey)
+	switch {
+	case cfg.guardURL != "":
+		g = newGuard(cfg.guardURL, cfg.guardModel, cfg.guardKey, cfg.guardChat)
+	case cfg.guardFake:
+		var stop func()
+		g, stop = fakeGuard()
+		defer stop()
 	}
-	res, err := evaluate(ctx, set, crisis.New(), g)
-	if err != nil {
-		return err
+	d := crisis.New()
+	// Several sets, comma-separated, are measured one after the other.
+	for _, p := range strings.Split(path, ",") {
+		set, err := readSet(p)
+		if err != nil {
+			return err
+		}
+		res, err := evaluate(ctx, set, d, g)
+		if err != nil {
+			return err
+		}
+		report(stdout, p, res)
 	}
-	report(stdout, path, res)
 	return nil
 }
 

@@ -39,11 +39,22 @@ const (
 	aboutFactor  = 0.4
 	pastFactor   = 0.4
 	jokeFactor   = 0.5
+	cancelFactor = 0.5
+)
+
+// dampedThreshold is the classifier's threshold for a message the rules
+// damp (denied, past, someone else's, a joke); cancelThreshold for a
+// means with a harmless use beside it and nothing darker.
+const (
+	dampedThreshold = 0.85
+	cancelThreshold = 0.95
 )
 
 // Detector finds crisis in messages. It is safe for concurrent use: its
 // tables are built by New and only read after.
 type Detector struct {
+	sem   sem
+	model *model
 	rules []compiled
 	// first indexes the rules by the words their patterns can begin with.
 	first map[string][]int
@@ -60,7 +71,24 @@ type compiled struct {
 // New builds a Detector from the rule table. It panics when a pattern of
 // the table does not parse, which the package's tests rule out.
 func New() *Detector {
-	d := &Detector{first: map[string][]int{}}
+	d, err := NewWithModel(modelBin)
+	if err != nil {
+		panic("crisis: the embedded model: " + err.Error())
+	}
+	return d
+}
+
+// NewWithModel is New with another classifier (Train's), for tools that
+// measure one; nil data leaves the classifier out (the rules alone).
+func NewWithModel(data []byte) (*Detector, error) {
+	d := &Detector{first: map[string][]int{}, sem: newSem()}
+	if data != nil {
+		m, err := loadModel(data)
+		if err != nil {
+			return nil, err
+		}
+		d.model = m
+	}
 	for _, r := range rules {
 		p, err := compile(r.pat)
 		if err != nil {
@@ -85,7 +113,7 @@ func New() *Detector {
 			d.first[w] = append(d.first[w], len(d.rules)-1)
 		}
 	}
-	return d
+	return d, nil
 }
 
 // negators are the words that deny the cue after them.
@@ -135,23 +163,24 @@ func (d *Detector) Detect(text string) Finding {
 			break
 		}
 	}
-	past := isPast(toks)
+	r := d.sem.read(toks)
+	past := isPast(toks) || r.isOver()
 	joking := isJoking(toks)
 	for i, t := range toks {
 		for _, ri := range d.first[t.s] {
 			if seen(found, ri) {
 				continue
 			}
-			r := &d.rules[ri]
-			end, ok := r.p.match(toks, i)
-			if !ok || r.cancelled(toks, i, end) {
+			c := &d.rules[ri]
+			end, ok := c.p.match(toks, i)
+			if !ok || c.cancelled(toks, i, end) || negatedAt(toks, i) {
 				continue
 			}
-			w := r.w
+			w := c.w
 			if allQuoted(toks[i:end]) {
 				w *= quotedFactor
 			}
-			if r.open && (about && !sentenceHasFirstPerson(toks, i) || othersBefore(toks, i)) {
+			if c.open && (about && !sentenceHasFirstPerson(toks, i) || othersBefore(toks, i)) {
 				w *= aboutFactor
 			}
 			if joking {
@@ -163,14 +192,83 @@ func (d *Detector) Detect(text string) Finding {
 			found = add(found, hit{ri, w, i, end}, d.rules)
 		}
 	}
-	return d.decide(found)
+	si, sh := r.score()
+	// A blade or a wrist in an act of self-harm is no plan to die.
+	if sh.w >= 1 && si.cue == "means-intent" && r.msg&catDeath == 0 {
+		si.w = 0
+	}
+	damp := 1.0
+	if r.msg&catDeny != 0 {
+		damp = 0
+	}
+	if about && !r.selfNearSignal() {
+		damp *= aboutFactor
+	}
+	if past {
+		damp *= pastFactor
+	}
+	if joking {
+		damp *= jokeFactor
+	}
+	si.w *= damp
+	sh.w *= damp
+	// A harmless use of a means (a knot in a rope, a game) or a trip
+	// makes a means or a farewell weigh less; it does not touch the other
+	// composites.
+	if r.msg&catCancel != 0 && (strings.HasPrefix(si.cue, "means") || si.cue == "farewell") {
+		si.w *= cancelFactor
+	}
+	// An accident does not cancel an act done to feel or to punish.
+	if r.msg&catAccident != 0 && !r.shMod {
+		sh.w *= cancelFactor
+	}
+	f := d.decide(found, [2]composite{si, sh})
+	if d.model == nil {
+		return f
+	}
+	var buf [256]uint32
+	feats := features(toks, r, buf[:0])
+	p := d.model.crisis.prob(feats)
+	// The rules and the classifier check each other: a rule's trip
+	// stands unless the classifier all but rules it out (a rule's words
+	// in a sense the training sets show harmless: a cron job that died, a
+	// friend's story); what the rules do not know, the classifier may
+	// trip, surer for a message the rules read as denied, past, someone
+	// else's or a joke.
+	if f.Detected() {
+		if p < d.model.veto {
+			return Finding{}
+		}
+		return f
+	}
+	th := d.model.threshold
+	if damp < 1 {
+		th = max(th, dampedThreshold)
+	}
+	darker := r.msg&(catDeath|catDistress|catBurden|catFinal) != 0
+	switch {
+	case r.msg&catAccident != 0 && !r.shMod && !darker:
+		// A hurt that happened (shaving, cooking), told with nothing
+		// darker and no purpose: the classifier's words are the rules'.
+		return f
+	case r.msg&catCancel != 0 && !darker && r.msg&catSHAct == 0:
+		th = max(th, cancelThreshold)
+	}
+	if p < th {
+		return f
+	}
+	if d.model.selfHarm.prob(feats) >= 0.5 {
+		return Finding{Kind: KindSelfHarm, Cue: "classifier"}
+	}
+	return Finding{Kind: KindSuicidalIdeation, Cue: "classifier"}
 }
 
 // decide adds the weights per kind; the heavier kind that reaches the
 // threshold wins, suicidal ideation on a tie, named by its strongest cue.
-func (d *Detector) decide(found []hit) Finding {
+func (d *Detector) decide(found []hit, comp [2]composite) Finding {
 	var sum [2]float64
 	var best [2]hit
+
 	for _, h := range found {
 		k := 0
 		if d.rules[h.rule].kind == KindSelfHarm {
@@ -181,12 +279,20 @@ func (d *Detector) decide(found []hit) Finding {
 			best[k] = h
 		}
 	}
+	// A composite and the rules read the same words: the stronger
+	// counts in full, the other in half.
+	for k := range sum {
+		sum[k] = max(sum[k], comp[k].w) + min(sum[k], comp[k].w)/2
+	}
 	k := 0
 	if sum[1] > sum[0] {
 		k = 1
 	}
 	if sum[k] < threshold {
 		return Finding{}
+	}
+	if best[k].w < comp[k].w {
+		return Finding{Kind: comp[k].kind, Cue: comp[k].cue}
 	}
 	r := d.rules[best[k].rule]
 	return Finding{Kind: r.kind, Cue: r.cue}
@@ -308,10 +414,13 @@ func isPast(toks []token) bool {
 // isJoking reports whether the writer says they are joking ("jk"): a
 // strong cue alone then does not trip, two still do.
 func isJoking(toks []token) bool {
-	for _, t := range toks {
+	for i, t := range toks {
 		switch t.s {
 		case "jk", "jking", "joking", "kidding", "jokes":
-			return true
+			// "not joking" says the opposite.
+			if i == 0 || toks[i-1].s != "not" && toks[i-1].s != "no" {
+				return true
+			}
 		}
 	}
 	return false

@@ -4,13 +4,25 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
 	_ "github.com/companionhq/companion/internal/testkit"
 )
 
-// example is one line of testdata/eval.jsonl.
+// The labelled sets. Every set in testdata/train is training data: the
+// rules were tuned on eval.jsonl and holdout.jsonl, and the classifier is
+// trained on all of them (TestModelIsTrainedFromTheSets), so their figures
+// only show that nothing regressed; the estimate of how the detector
+// generalises is that of testdata/final.jsonl, written blind and never
+// trained or tuned on (TestHeldOutSet).
+var trainingSets = func() []string {
+	paths, _ := filepath.Glob("testdata/train/*.jsonl")
+	return paths
+}()
+
+// example is one line of a labelled set.
 type example struct {
 	Text  string `json:"text"`
 	Label string `json:"label"`
@@ -20,7 +32,16 @@ type example struct {
 
 func loadSet(t testing.TB) []example {
 	t.Helper()
-	f, err := os.Open("testdata/eval.jsonl")
+	var set []example
+	for _, path := range trainingSets {
+		set = append(set, loadFile(t, path)...)
+	}
+	return set
+}
+
+func loadFile(t testing.TB, path string) []example {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +51,7 @@ func loadSet(t testing.TB) []example {
 	for n := 1; sc.Scan(); n++ {
 		var e example
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("testdata/eval.jsonl:%d: %v", n, err)
+			t.Fatalf("%s:%d: %v", path, n, err)
 		}
 		set = append(set, e)
 	}
@@ -40,12 +61,33 @@ func loadSet(t testing.TB) []example {
 	return set
 }
 
-// TestEvalSet: on the labelled set, recall of crisis messages is at least
-// 0.95 and the share of safe messages that trip at most 0.05.
+// TestEvalSet: on each labelled training set, recall of crisis messages
+// is at least 0.95 and the share of safe messages that trip at most 0.05.
 func TestEvalSet(t *testing.T) {
+	for _, path := range trainingSets {
+		t.Run(path, func(t *testing.T) { testSet(t, path, 0.95, 0.05) })
+	}
+}
+
+// TestHeldOutSet: on testdata/final.jsonl, written blind and never trained
+// or tuned on, the detector keeps at least the figures docs/safety.md
+// gives (a floor against regressions; the targets are recall 0.95 and
+// false trips 0.05 on a set we do not have). Measure it with make
+// eval-safety; do not tune on it.
+func TestHeldOutSet(t *testing.T) {
+	testSet(t, "testdata/final.jsonl", heldOutRecall, heldOutFalseTrips)
+}
+
+// The held-out figures docs/safety.md gives, rounded down and up.
+const (
+	heldOutRecall     = 0.88
+	heldOutFalseTrips = 0.06
+)
+
+func testSet(t *testing.T, path string, minRecall, maxFalseTrips float64) {
 	d := crisis.New()
 	var crises, caught, safes, tripped int
-	for _, e := range loadSet(t) {
+	for _, e := range loadFile(t, path) {
 		f := d.Detect(e.Text)
 		switch e.Label {
 		case "crisis":
@@ -68,8 +110,8 @@ func TestEvalSet(t *testing.T) {
 	recall := float64(caught) / float64(crises)
 	falseTrips := float64(tripped) / float64(safes)
 	t.Logf("recall %.3f (%d/%d), false trips %.3f (%d/%d)", recall, caught, crises, falseTrips, tripped, safes)
-	if recall < 0.95 || falseTrips > 0.05 {
-		t.Errorf("recall %.3f (want >= 0.95), false trips %.3f (want <= 0.05)", recall, falseTrips)
+	if recall < minRecall || falseTrips > maxFalseTrips {
+		t.Errorf("recall %.3f (want >= %.2f), false trips %.3f (want <= %.2f)", recall, minRecall, falseTrips, maxFalseTrips)
 	}
 }
 
@@ -90,6 +132,13 @@ func TestDetect(t *testing.T) {
 		{"me quiero matar", crisis.KindSuicidalIdeation},
 		{"I cut myself again last night", crisis.KindSelfHarm},
 		{"relapsed on sh today", crisis.KindSelfHarm},
+		{"thinking about jumping off the overpass after work", crisis.KindSuicidalIdeation},
+		{"left a letter for my dad and said my goodbyes", crisis.KindSuicidalIdeation},
+		{"the ropes in the shed, i know where and how now", crisis.KindSuicidalIdeation},
+		{"burned my arm with a lighter again to feel something", crisis.KindSelfHarm},
+		{"six months free from self harm today, so proud", ""},
+		{"my sister says she wants to die, what do i do", ""},
+		{"i bought rope to tie the tent down", ""},
 		{"this workout is killing me", ""},
 		{"I could just die of embarrassment", ""},
 		{"my phone is dead", ""},

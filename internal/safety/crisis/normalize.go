@@ -32,7 +32,7 @@ var rewrites = func() map[string][]string {
 	add("i am", "i'm", "im", "iam", "i`m")
 	add("i have", "i've", "ive")
 	add("i would", "i'd")
-	add("i will", "i'll")
+	add("i will", "i'll", "ill")
 	add("do not", "don't", "dont", "dnt")
 	add("does not", "doesn't", "doesnt")
 	add("did not", "didn't", "didnt")
@@ -70,7 +70,17 @@ var rewrites = func() map[string][]string {
 	add("self", "slef")
 	add("sewerslide", "sewerslid", "sewer-slide")
 	add("nobody", "noone")
-	add("anymore", "any-more")
+	add("anymore", "any-more", "nemore", "anymroe", "anymor", "nymore", "enymore")
+	add("be", "b")
+	add("life", "lyfe", "lif", "lfe")
+	add("going", "goin", "gong")
+	add("tonight", "tonite", "2nite", "tonigt")
+	add("this", "ths", "dis")
+	add("nobody", "nobdy", "nobady")
+	add("want", "wnt")
+	add("alive", "alyve", "aliv")
+	add("everyone", "evryone", "every1")
+	add("yourself", "urself", "yourslef")
 	// Fillers: dropped.
 	add("", "just", "really", "rly", "honestly", "seriously", "actually", "literally", "truly", "genuinely",
 		"fucking", "fuckin", "fking", "freaking", "frickin", "kinda", "sorta", "totally", "definitely", "simply",
@@ -189,7 +199,8 @@ func tokenize(text string) []token {
 		}
 	}
 	flush()
-	return joinMySelf(toks)
+	// Phrases of other languages, as tokens of their own (languages.go).
+	return languageCues(text, joinMySelf(toks))
 }
 
 // joinMySelf writes "my self" as "myself" ("kill my self"), except before
@@ -253,7 +264,7 @@ func cleanWord(w []rune) string {
 		}
 	}
 	masked := false
-	if letters > 0 && others > 0 {
+	if letters > 0 && others > 0 && !isOrdinal(w) {
 		for i, r := range w {
 			if l, ok := leet[r]; ok {
 				w[i] = l
@@ -313,4 +324,21 @@ func maskFits(s, target string) bool {
 		return false
 	}
 	return target != "" && s[0] == target[0] && maskFits(s[1:], target[1:])
+}
+
+// isOrdinal reports whether w is a number with an ordinal ending
+// ("14th", "2nd"), which is no leetspeak.
+func isOrdinal(w []rune) bool {
+	i := 0
+	for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	switch string(w[i:]) {
+	case "st", "nd", "rd", "th":
+		return true
+	}
+	return false
 }

@@ -74,10 +74,9 @@ var rules = []rule{
 	{si, "direct", 1, "ending it|things|everything *1 all|tonight|soon|permanently|forever", "open", "with"},
 	{si, "direct", 1, "about|of ending it|things|everything $", "open", ""},
 	{si, "direct", 1, "i *4 overdose|od|overdosing|oding", "neg", ""},
-	{si, "direct", 1, "quiero|quiera|quisiera morir|morirme|matarme|suicidarme|desaparecer", "", ""},
-	{si, "direct", 1, "me quiero matar|morir", "", ""},
-	{si, "direct", 1, "suicidarme|quitarme|matarme", "", ""},
-	{si, "direct", 1, "no quiero vivir|seguir|existir", "", ""},
+	// Other languages: a phrase of languages.go, read as a token of
+	// its own.
+	{si, "language", 1, "lang:si", "", ""},
 
 	// Indirect: not wanting to exist, to wake up, to go on.
 	{si, "indirect", 1, "i *3 do|did not want|wish to live|exist !in|with|there|near|alone", "", ""},
@@ -249,7 +248,5 @@ var rules = []rule{
 	{sh, "slang", 1, "my|do|doing|did sh !file|script|command", "", "script command bash linux terminal file shell"},
 	{sh, "slang", 1, "sh scars|urges|urge|again|relapse|wounds|cuts|free|clean", "", "script command bash linux terminal file shell"},
 	{sh, "slang", 1, "without|quit|quitting|avoid|avoiding|stopped sh", "", "script command bash linux terminal file shell"},
-	{sh, "direct", 1, "me corto|lastimo|quemo", "", ""},
-	{sh, "direct", 1, "cortarme|lastimarme", "", ""},
-	{sh, "direct", 1, "hacerme|hago daño", "", ""},
+	{sh, "language", 1, "lang:sh", "", ""},
 }

@@ -1,0 +1,313 @@
+package crisis
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// The rules know the wordings someone wrote a pattern for. Beside them, a
+// linear classifier (logistic regression) over a message's words, word
+// pairs and the letter groups of its words reads the wordings of the
+// labelled sets it was trained on (testdata/train, Train) and weighs
+// words it has not seen in that order: "counting my sleeping pills" and
+// "counted out the pills" share most of their features. It is a table of
+// weights, embedded (model.bin), read with no network and no language
+// model; TestModelIsTrainedFromTheSets checks that it is the one the sets
+// train, and `go test -run TestModelIsTrainedFromTheSets -update`
+// writes it again.
+
+// dims is the number of hashed features: words, word pairs and letter
+// groups share them, by hash.
+const dims = 1 << 16
+
+// Features of a message, as the classifier reads them: its words, word
+// pairs and letter groups, and the categories of meaning the rules' reading
+// r found in it (a death, a means, a farewell; a denial, the past, someone
+// else, an idiom), each a feature of its own and the pairs of them, so
+// that what a category's words have in common counts for words the
+// training sets never used.
+func features(toks []token, r reading, out []uint32) []uint32 {
+	// h is FNV-1a of kind and the parts, a space between them.
+	h := func(kind byte, parts ...string) uint32 {
+		const prime = 16777619
+		x := uint32(2166136261)
+		x = (x ^ uint32(kind)) * prime
+		for i, p := range parts {
+			if i > 0 {
+				x = (x ^ ' ') * prime
+			}
+			for j := 0; j < len(p); j++ {
+				x = (x ^ uint32(p[j])) * prime
+			}
+		}
+		return x % dims
+	}
+	prev := boundary
+	negated := 0 // words left in a negation's reach
+	for _, t := range toks {
+		if t.s == boundary {
+			prev, negated = boundary, 0
+			continue
+		}
+		out = append(out, h('w', t.s), h('b', prev, t.s))
+		// A word a negation reaches is also a feature of its own: "not"
+		// and "die" apart say less than "die" denied.
+		if negated > 0 {
+			out = append(out, h('n', t.s))
+			negated--
+		}
+		if negators[t.s] {
+			negated = 3
+		}
+		// Letter groups of the word, with its ends marked: a misspelling
+		// or another form of a word shares most of them.
+		w := "<" + t.s + ">"
+		if len(w) <= 5 {
+			out = append(out, h('g', w))
+		} else {
+			for i := 0; i+4 <= len(w); i++ {
+				out = append(out, h('g', w[i:i+4]))
+			}
+		}
+		prev = t.s
+	}
+	if prev != boundary {
+		out = append(out, h('b', prev, boundary))
+	}
+	var cats [32]string
+	n := 0
+	for c := 0; c < 32; c++ {
+		if r.msg&(1<<c) != 0 {
+			cats[n] = string(rune('a' + c))
+			n++
+		}
+	}
+	for i := range n {
+		out = append(out, h('c', cats[i]))
+		for j := i + 1; j < n; j++ {
+			out = append(out, h('p', cats[i], cats[j]))
+		}
+	}
+	return out
+}
+
+// linear is a logistic regression over hashed features.
+type linear struct {
+	bias float32
+	w    []float32
+}
+
+// prob is the probability the model gives a message of feats.
+func (m *linear) prob(feats []uint32) float64 {
+	z := float64(m.bias)
+	for _, f := range feats {
+		z += float64(m.w[f])
+	}
+	return 1 / (1 + math.Exp(-z))
+}
+
+// model is the classifier: crisis is whether a message is in crisis,
+// selfHarm whether a crisis is self-harm rather than suicidal ideation;
+// a message the rules do not trip is in crisis at threshold or above, and
+// one they trip is not below veto.
+type model struct {
+	crisis, selfHarm linear
+	threshold, veto  float64
+}
+
+//go:embed model.bin
+var modelBin []byte
+
+const modelMagic = "CRLR2"
+
+// MarshalBinary writes m: the magic, the threshold, then each model's
+// bias, its count of weights that are not 0, and those as pairs of a
+// feature and its weight (most features are never seen in training);
+// little-endian uint32s and float32s.
+func (m *model) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(modelMagic)
+	_ = binary.Write(&b, binary.LittleEndian, float32(m.threshold))
+	_ = binary.Write(&b, binary.LittleEndian, float32(m.veto))
+	for _, l := range []*linear{&m.crisis, &m.selfHarm} {
+		_ = binary.Write(&b, binary.LittleEndian, l.bias)
+		n := uint32(0)
+		for _, v := range l.w {
+			if v != 0 {
+				n++
+			}
+		}
+		_ = binary.Write(&b, binary.LittleEndian, n)
+		for f, v := range l.w {
+			if v != 0 {
+				_ = binary.Write(&b, binary.LittleEndian, uint32(f))
+				_ = binary.Write(&b, binary.LittleEndian, v)
+			}
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// loadModel reads what MarshalBinary wrote.
+func loadModel(data []byte) (*model, error) {
+	if !bytes.HasPrefix(data, []byte(modelMagic)) {
+		return nil, errors.New("not a crisis model")
+	}
+	r := bytes.NewReader(data[len(modelMagic):])
+	var th [2]float32
+	m := &model{}
+	if err := binary.Read(r, binary.LittleEndian, &th); err != nil {
+		return nil, fmt.Errorf("reading the crisis model: %w", err)
+	}
+	m.threshold, m.veto = float64(th[0]), float64(th[1])
+	for _, l := range []*linear{&m.crisis, &m.selfHarm} {
+		l.w = make([]float32, dims)
+		var n uint32
+		if err := binary.Read(r, binary.LittleEndian, &l.bias); err != nil {
+			return nil, fmt.Errorf("reading the crisis model: %w", err)
+		}
+		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
+			return nil, fmt.Errorf("reading the crisis model: %w", err)
+		}
+		for range n {
+			var pair struct {
+				F uint32
+				W float32
+			}
+			if err := binary.Read(r, binary.LittleEndian, &pair); err != nil {
+				return nil, fmt.Errorf("reading the crisis model: %w", err)
+			}
+			if pair.F >= dims {
+				return nil, fmt.Errorf("reading the crisis model: feature %d of %d", pair.F, dims)
+			}
+			l.w[pair.F] = pair.W
+		}
+	}
+	if r.Len() != 0 {
+		return nil, errors.New("reading the crisis model: bytes left over")
+	}
+	return m, nil
+}
+
+// Example is a labelled message the classifier is trained on.
+type Example struct {
+	Text string
+	// Kind is KindSuicidalIdeation or KindSelfHarm for a message in
+	// crisis, "" for one that is not.
+	Kind string
+}
+
+// TrainOptions are the classifier's training settings.
+type TrainOptions struct {
+	// Epochs over the examples; Rate, AdaGrad's learning rate; L2, the
+	// weight decay that keeps rare features from deciding alone.
+	Epochs int
+	Rate   float64
+	L2     float64
+	// Threshold is the probability at or above which a message the rules
+	// do not trip is in crisis; Veto the one below which a message they
+	// trip is not.
+	Threshold, Veto float64
+	// Seed orders the examples: training is deterministic.
+	Seed uint64
+}
+
+// DefaultTrainOptions are the settings model.bin was trained with; the
+// threshold was chosen by leaving each training set out in turn
+// (tools/traincrisis -cv): recall first, under 5% false trips.
+var DefaultTrainOptions = TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.05, Seed: 1}
+
+// Train trains the classifier on examples and returns it as model.bin
+// holds it.
+func Train(examples []Example, o TrainOptions) ([]byte, error) {
+	if len(examples) == 0 {
+		return nil, errors.New("no examples")
+	}
+	feats := make([][]uint32, len(examples))
+	sem := newSem()
+	for i, e := range examples {
+		toks := tokenize(e.Text)
+		feats[i] = features(toks, sem.read(toks), nil)
+	}
+	m := &model{threshold: o.Threshold, veto: o.Veto}
+	var crisisY, shY []float64
+	var crisisX, shX [][]uint32
+	for i, e := range examples {
+		y := 0.0
+		if e.Kind != "" {
+			y = 1
+			k := 0.0
+			if e.Kind == KindSelfHarm {
+				k = 1
+			}
+			shX, shY = append(shX, feats[i]), append(shY, k)
+		}
+		crisisX, crisisY = append(crisisX, feats[i]), append(crisisY, y)
+	}
+	m.crisis = trainLinear(crisisX, crisisY, o)
+	m.selfHarm = trainLinear(shX, shY, o)
+	return m.MarshalBinary()
+}
+
+// trainLinear fits a logistic regression by AdaGrad, the examples in an
+// order drawn from o.Seed each epoch.
+func trainLinear(x [][]uint32, y []float64, o TrainOptions) linear {
+	w := make([]float64, dims)
+	g2 := make([]float64, dims)
+	var b, gb float64
+	rng := rand.New(rand.NewPCG(o.Seed, 0x63726973))
+	order := make([]int, len(x))
+	for i := range order {
+		order[i] = i
+	}
+	for range o.Epochs {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
+			z := b
+			for _, f := range x[i] {
+				z += w[f]
+			}
+			g := 1/(1+math.Exp(-z)) - y[i]
+			gb += g * g
+			b -= o.Rate * g / math.Sqrt(gb+1e-8)
+			for _, f := range x[i] {
+				gf := g + o.L2*w[f]
+				g2[f] += gf * gf
+				w[f] -= o.Rate * gf / math.Sqrt(g2[f]+1e-8)
+			}
+		}
+	}
+	l := linear{bias: float32(b), w: make([]float32, dims)}
+	for i, v := range w {
+		l.w[i] = float32(v)
+	}
+	return l
+}
+
+// WithThresholds is d with the classifier's threshold and veto: for tools
+// that choose them.
+func (d *Detector) WithThresholds(threshold, veto float64) *Detector {
+	c := *d
+	if d.model != nil {
+		m := *d.model
+		m.threshold, m.veto = threshold, veto
+		c.model = &m
+	}
+	return &c
+}
+
+// Score is the classifier's probability that text is in crisis, for tools
+// that choose a threshold.
+func (d *Detector) Score(text string) float64 {
+	if d.model == nil {
+		return 0
+	}
+	var buf [256]uint32
+	toks := tokenize(text)
+	return d.model.crisis.prob(features(toks, d.sem.read(toks), buf[:0]))
+}

@@ -1,0 +1,58 @@
+package crisis_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/companionhq/companion/internal/safety/crisis"
+	"github.com/companionhq/companion/internal/testkit"
+)
+
+// trainingExamples are the messages of every set in testdata/train, in
+// the order of their files' names.
+func trainingExamples(t testing.TB) []crisis.Example {
+	t.Helper()
+	paths, err := filepath.Glob("testdata/train/*.jsonl")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no training sets: %v", err)
+	}
+	var out []crisis.Example
+	for _, p := range paths {
+		for _, e := range loadFile(t, p) {
+			kind := ""
+			if e.Label == "crisis" {
+				kind = e.Kind
+			}
+			out = append(out, crisis.Example{Text: e.Text, Kind: kind})
+		}
+	}
+	return out
+}
+
+// TestModelIsTrainedFromTheSets: model.bin is what the training sets
+// train with DefaultTrainOptions, byte for byte (training is
+// deterministic); -update writes it again.
+func TestModelIsTrainedFromTheSets(t *testing.T) {
+	got, err := crisis.Train(trainingExamples(t), crisis.DefaultTrainOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testkit.Updating() {
+		if err := os.WriteFile("model.bin", got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile("model.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("model.bin (%d bytes) is not what testdata/train trains (%d bytes): run go test -run TestModelIsTrainedFromTheSets -update", len(want), len(got))
+	}
+	if _, err := crisis.NewWithModel(got); err != nil {
+		t.Fatal(err)
+	}
+}

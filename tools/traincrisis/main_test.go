@@ -1,0 +1,30 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/companionhq/companion/internal/safety/crisis"
+)
+
+// TestMeasure: recall over crisis messages, false trips over safe ones, at
+// the thresholds given.
+func TestMeasure(t *testing.T) {
+	set := []labelled{
+		{Text: "I want to kill myself tonight", Label: "crisis", Kind: crisis.KindSuicidalIdeation},
+		{Text: "I keep cutting my arms again", Label: "crisis", Kind: crisis.KindSelfHarm},
+		{Text: "what a lovely morning for a walk", Label: "safe"},
+		{Text: "this workout is killing me", Label: "safe"},
+	}
+	r := measure(crisis.New(), set, &[2]float64{0.5, 0.05})
+	if r.crisis != 2 || r.safe != 2 || r.found != 2 || r.falseTrips != 0 {
+		t.Fatalf("%+v", r)
+	}
+	if got := cell(r); got != "1.000 / 0.000" {
+		t.Fatalf("cell %q", got)
+	}
+	// A threshold no message reaches, and a veto every rule's trip is
+	// under: nothing trips.
+	if r := measure(crisis.New(), set, &[2]float64{1.1, 1.1}); r.found != 0 || r.falseTrips != 0 {
+		t.Fatalf("with nothing allowed to trip: %+v", r)
+	}
+}
