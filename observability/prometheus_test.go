@@ -194,6 +194,8 @@ func runLoad(t *testing.T, svc *apptest.Service) load {
 		{stream, ask("philosopher", "What's the weather in Errorville?", "")},
 		// The model keeps the fact (a working memory update).
 		{gen, ask("friend", "Remember that my sister is called Ana.", "")},
+		// A crisis: the protocol trips, and the referral is counted.
+		{gen, `{"threadId":"crisis","resourceId":"user","messages":[{"role":"user","content":"I want to end my life tonight."}]}`},
 		// Something to erase.
 		{gen, `{"threadId":"forget-me","resourceId":"forgetful","messages":[{"role":"user","content":"Hi"}]}`},
 	}

@@ -50,6 +50,13 @@ const (
 	cancelThreshold = 0.95
 )
 
+// classifierSignals are the categories of meaning of a crisis; the
+// classifier needs to be unsignalledThreshold sure of a message with none.
+const (
+	classifierSignals    = catDeath | catMeans | catPlace | catFinal | catBurden | catDistress | catSHAct | catSHWeak
+	unsignalledThreshold = 0.85
+)
+
 // Detector finds crisis in messages. It is safe for concurrent use: its
 // tables are built by New and only read after.
 type Detector struct {
@@ -244,6 +251,12 @@ func (d *Detector) Detect(text string) Finding {
 	th := d.model.threshold
 	if damp < 1 {
 		th = max(th, dampedThreshold)
+	}
+	if r.msg&classifierSignals == 0 {
+		// Nothing of a crisis the rules can name (a death, a means or a
+		// place, a farewell, a burden, despair, self-harm): the
+		// classifier's own words must be much surer.
+		th = max(th, unsignalledThreshold)
 	}
 	darker := r.msg&(catDeath|catDistress|catBurden|catFinal) != 0
 	switch {
