@@ -399,8 +399,8 @@ func safetyFlags(f *flags, cfg *app.SafetyConfig, def app.SafetyConfig) {
 	f.str(&cfg.BreakReminder, setting{"break-reminder", "COMPANION_BREAK_REMINDER", "the notice that reminds a minor to take a break; empty for none"}, def.BreakReminder)
 	f.dur(&cfg.BreakReminderInterval, setting{"break-reminder-interval", "COMPANION_BREAK_REMINDER_INTERVAL", "how often a minor is reminded to take a break in a continuing interaction"}, def.BreakReminderInterval)
 	f.boolean(&cfg.RedactPII, setting{"redact-pii", "COMPANION_REDACT_PII", "replace e-mail addresses, phone numbers and card numbers in users' messages before they are stored, logged or sent to the model"}, def.RedactPII)
-	f.str(&cfg.ModerationURL, setting{"moderation-url", "COMPANION_MODERATION_URL", "check each user message through the OpenAI-compatible /v1/moderations at this base address (empty: no moderation)"}, def.ModerationURL)
-	f.str(&cfg.ModerationModel, setting{"moderation-model", "COMPANION_MODERATION_MODEL", "the moderation model, e.g. omni-moderation-latest, or the guard model with -moderation-guard"}, def.ModerationModel)
+	f.str(&cfg.ModerationURL, setting{"moderation-url", "COMPANION_MODERATION_URL", "check each user message through the OpenAI-compatible /v1/moderations at this base address (empty: the model provider's, when -moderation-model is set; neither: no moderation)"}, def.ModerationURL)
+	f.str(&cfg.ModerationModel, setting{"moderation-model", "COMPANION_MODERATION_MODEL", "the moderation model, e.g. omni-moderation-latest, or the guard model with -moderation-guard; set alone, moderation goes to the model provider's address (-model-base-url, else OpenAI's)"}, def.ModerationModel)
 	f.boolean(&cfg.ModerationGuard, setting{"moderation-guard", "COMPANION_MODERATION_GUARD", "the moderation address serves a guard model (Llama Guard's answers) through /v1/chat/completions"}, def.ModerationGuard)
 	f.then(func() {
 		// The moderation endpoint's key: its own, else the OpenAI key.

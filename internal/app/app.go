@@ -271,7 +271,7 @@ func newTurns(ctx context.Context, cfg Config, ag *agent.Agent, m model.Model, t
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("the embedding model: %w", err)
 	}
-	guard, err := safetyConfig(cfg.Safety)
+	guard, err := safetyConfig(cfg.Safety, cfg.Model.BaseURL)
 	if err != nil {
 		return nil, nil, nil, err
 	}

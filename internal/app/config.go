@@ -123,10 +123,11 @@ type SafetyConfig struct {
 	// RedactPII redacts e-mail addresses, phone numbers and card numbers
 	// from the user's messages before they are stored or logged.
 	RedactPII bool
-	// ModerationURL, when set, checks each user message through an
-	// OpenAI-compatible /v1/moderations at that base address (model
-	// ModerationModel); with ModerationGuard, the model at that address
-	// is a guard model asked through /v1/chat/completions instead.
+	// ModerationURL or ModerationModel, when set, check each user message
+	// through an OpenAI-compatible /v1/moderations (model ModerationModel)
+	// at ModerationURL, else the model provider's address, else OpenAI's;
+	// with ModerationGuard, the model there is a guard model asked through
+	// /v1/chat/completions instead.
 	ModerationURL   string
 	ModerationModel string
 	ModerationGuard bool

@@ -211,3 +211,18 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 		})
 	}
 }
+
+// TestModerationThroughTheProvider: -moderation-model alone checks each
+// message at the model provider's address, with the provider's key.
+func TestModerationThroughTheProvider(t *testing.T) {
+	p := providers[1] // the OpenAI-compatible one
+	svc, _ := p.start(t, upstream.Options{}, func(cfg *app.Config) {
+		cfg.Safety.Crisis = false
+		cfg.Safety.ModerationModel = "omni-moderation-latest"
+		cfg.Safety.ModerationKey = cfg.Model.OpenAIAPIKey
+	})
+	res, body := svc.Post(t, generatePath, request("moderated", "I am going to stab him tomorrow."))
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"tripwireReason":"moderation: violence"`) {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+}

@@ -1,18 +1,28 @@
 package app
 
 import (
+	"cmp"
+
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/safety"
 	"github.com/companionhq/companion/internal/safety/moderation"
 	"github.com/companionhq/companion/internal/turn"
 )
 
+// openAIBaseURL is where moderation goes when neither -moderation-url nor
+// -model-base-url says.
+const openAIBaseURL = "https://api.openai.com/v1"
+
 // safetyConfig is how turns guard their users under cfg: the input
 // processors in the order they run (redaction first, so that nothing
 // after it sees what it removes; the crisis protocol before moderation,
 // so that a crisis is answered with its referral), the output processors
 // of a minor's replies, and the notices.
-func safetyConfig(cfg SafetyConfig) (turn.SafetyConfig, error) {
+//
+// Moderation asks cfg.ModerationURL, else the model provider's address
+// (modelBaseURL, -model-base-url), else OpenAI's: the moderation of the
+// provider the operator configured.
+func safetyConfig(cfg SafetyConfig, modelBaseURL string) (turn.SafetyConfig, error) {
 	out := turn.SafetyConfig{
 		Disclosure: cfg.Disclosure, DisclosureInterval: cfg.DisclosureInterval,
 		BreakReminder: cfg.BreakReminder, BreakReminderInterval: cfg.BreakReminderInterval,
@@ -37,8 +47,9 @@ func safetyConfig(cfg SafetyConfig) (turn.SafetyConfig, error) {
 	if cfg.Crisis {
 		out.Input = append(out.Input, protocol)
 	}
-	if cfg.ModerationURL != "" {
-		mc := moderation.Config{BaseURL: cfg.ModerationURL, APIKey: cfg.ModerationKey, Model: cfg.ModerationModel}
+	if cfg.ModerationURL != "" || cfg.ModerationModel != "" {
+		base := cmp.Or(cfg.ModerationURL, modelBaseURL, openAIBaseURL)
+		mc := moderation.Config{BaseURL: base, APIKey: cfg.ModerationKey, Model: cfg.ModerationModel}
 		var check moderation.Checker = moderation.NewOpenAI(mc)
 		if cfg.ModerationGuard {
 			check = moderation.NewGuard(mc)
