@@ -20,15 +20,11 @@ const (
 	MinorContentID = "minor-content"
 )
 
-// Detect finds suicidal ideation or self-harm in a message: its kind
-// ("suicidal-ideation", "self-harm"), "" for none.
-type Detect func(text string) (kind string)
-
 // Crisis is the crisis protocol's processor: a message in which detect
 // finds suicidal ideation or self-harm trips, and the reply is the
 // operator's referral in the user's locale, never the model's wording.
 type Crisis struct {
-	detect    Detect
+	detector  *crisis.Detector
 	referrals Referrals
 	// withModel lets the model answer after the referral, told
 	// CrisisInstruction: the run does not trip.
@@ -55,13 +51,7 @@ var _ turn.InputProcessor = (*Crisis)(nil)
 // NewCrisis returns the crisis protocol: the offline detector
 // (internal/safety/crisis) with referrals.
 func NewCrisis(referrals Referrals) *Crisis {
-	d := crisis.New()
-	return NewCrisisWith(func(text string) string { return d.Detect(text).Kind }, referrals)
-}
-
-// NewCrisisWith returns the crisis protocol with another detector.
-func NewCrisisWith(detect Detect, referrals Referrals) *Crisis {
-	return &Crisis{detect: detect, referrals: referrals}
+	return &Crisis{detector: crisis.New(), referrals: referrals}
 }
 
 // ID implements turn.InputProcessor.
@@ -69,11 +59,11 @@ func (*Crisis) ID() string { return CrisisID }
 
 // Process implements turn.InputProcessor.
 func (c *Crisis) Process(_ context.Context, text string, in turn.ProcessInput) (string, *agent.Trip, error) {
-	kind := c.detect(text)
-	if kind == "" {
+	f := c.detector.Detect(text)
+	if !f.Detected() {
 		return text, nil, nil
 	}
-	return text, c.Trip(kind, in.Locale), nil
+	return text, c.Trip(f.Kind, in.Locale), nil
 }
 
 // Trip is the crisis protocol's trip for a finding of kind, in locale's

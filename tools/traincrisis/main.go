@@ -41,7 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cv := fs.Bool("cv", false, "leave each training set out in turn and measure on it")
 	write := fs.Bool("write", false, "train on every set and write model.bin")
 	test := fs.String("test", "", "a labelled set to measure the embedded detector on")
-	opts := crisis.DefaultTrainOptions
+	opts := crisis.DefaultTrainOptions()
 	fs.IntVar(&opts.Epochs, "epochs", opts.Epochs, "epochs of training (for -cv)")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "AdaGrad's learning rate (for -cv)")
 	fs.Float64Var(&opts.L2, "l2", opts.L2, "weight decay (for -cv)")
@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		for _, s := range sets {
 			all = append(all, s.examples...)
 		}
-		b, err := crisis.Train(examples(all), crisis.DefaultTrainOptions)
+		b, err := crisis.Train(examples(all), crisis.DefaultTrainOptions())
 		if err != nil {
 			return err
 		}

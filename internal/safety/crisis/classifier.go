@@ -220,7 +220,9 @@ type TrainOptions struct {
 // DefaultTrainOptions are the settings model.bin was trained with; the
 // threshold was chosen by leaving each training set out in turn
 // (tools/traincrisis -cv): recall first, under 5% false trips.
-var DefaultTrainOptions = TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.05, Seed: 1}
+func DefaultTrainOptions() TrainOptions {
+	return TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.05, Seed: 1}
+}
 
 // Train trains the classifier on examples and returns it as model.bin
 // holds it.
@@ -299,15 +301,4 @@ func (d *Detector) WithThresholds(threshold, veto float64) *Detector {
 		c.model = &m
 	}
 	return &c
-}
-
-// Score is the classifier's probability that text is in crisis, for tools
-// that choose a threshold.
-func (d *Detector) Score(text string) float64 {
-	if d.model == nil {
-		return 0
-	}
-	var buf [256]uint32
-	toks := tokenize(text)
-	return d.model.crisis.prob(features(toks, d.sem.read(toks), buf[:0]))
 }

@@ -35,7 +35,7 @@ func trainingExamples(t testing.TB) []crisis.Example {
 // train with DefaultTrainOptions, byte for byte (training is
 // deterministic); -update writes it again.
 func TestModelIsTrainedFromTheSets(t *testing.T) {
-	got, err := crisis.Train(trainingExamples(t), crisis.DefaultTrainOptions)
+	got, err := crisis.Train(trainingExamples(t), crisis.DefaultTrainOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
