@@ -160,7 +160,7 @@ func (o *OpenAI) call(ctx context.Context, texts []string, kind Kind) ([][]float
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
-		return nil, statusError(o.provider, res.StatusCode, res.Header, model.Redact(openAIMessage(detail), o.cfg.APIKey))
+		return nil, statusError(o.provider, res.StatusCode, res.Header, model.Redact(model.OpenAIErrorMessage(detail), o.cfg.APIKey))
 	}
 	data, err := readAll(res.Body, responseLimit(len(texts), o.Dimensions()))
 	if errors.Is(err, errTooLarge) {
@@ -191,18 +191,4 @@ func (o *OpenAI) call(ctx context.Context, texts []string, kind Kind) ([][]float
 		vecs[*d.Index] = d.Embedding
 	}
 	return vecs, nil
-}
-
-// openAIMessage is the message of an error body, {"error": {"message":
-// ...}}, or the body itself when it has none.
-func openAIMessage(body []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return e.Error.Message
-	}
-	return string(body)
 }

@@ -31,7 +31,7 @@ var mayImport = map[string][]string{
 	"internal/memory/bm25":       {"internal/memory"},
 	"internal/safety":            {"internal/agent", "internal/safety/crisis", "internal/safety/moderation", "internal/safety/pii", "internal/turn"},
 	"internal/safety/crisis":     {},
-	"internal/safety/moderation": {"internal/redact"},
+	"internal/safety/moderation": {"internal/model", "internal/redact"},
 	"internal/safety/pii":        {},
 	"internal/memory/postgres":   {"internal/memory", "internal/memory/locks", "internal/memory/migrate"},
 	"internal/memory/locks":      {},

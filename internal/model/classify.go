@@ -3,6 +3,7 @@ package model
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +45,7 @@ func StatusError(provider string, status int, header http.Header, detail string,
 		e.Kind = KindRejected
 		e.Message = "the provider rejected the request (" + code + ")"
 	}
-	if detail = oneLine(detail, 300); detail != "" {
+	if detail = OneLine(detail, 300); detail != "" {
 		e.Err = errors.New("the provider said: " + detail)
 	}
 	return e
@@ -133,8 +134,23 @@ func Redact(s string, secrets ...string) string {
 	return s
 }
 
-// oneLine squeezes s onto one line of at most n bytes.
-func oneLine(s string, n int) string {
+// OpenAIErrorMessage is the message of an OpenAI-style error body,
+// {"error": {"message": ...}}, or the body itself when it has none: what
+// the OpenAI-compatible provider, embedder and moderation quote.
+func OpenAIErrorMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return string(body)
+}
+
+// OneLine squeezes s onto one line of at most n bytes.
+func OneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {
 		s = s[:n] + "..."

@@ -97,7 +97,7 @@ func (m *Model) ID() string { return m.cfg.Model }
 func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.Part, error] {
 	return func(yield func(model.Part, error) bool) {
 		p := m.cfg.Provider
-		res, err := model.Post(ctx, m.cfg.HTTPClient, p, m.url, m.cfg.APIKey, newRequest(p, m.cfg.Model, req), errorMessage)
+		res, err := model.Post(ctx, m.cfg.HTTPClient, p, m.url, m.cfg.APIKey, newRequest(p, m.cfg.Model, req), model.OpenAIErrorMessage)
 		if err != nil {
 			yield(model.Part{}, err)
 			return
@@ -144,20 +144,6 @@ func (m *Model) Stream(ctx context.Context, req model.Request) iter.Seq2[model.P
 			}
 		}
 	}
-}
-
-// errorMessage is the message of an error body, {"error": {"message": ...}},
-// or the body itself when it has none.
-func errorMessage(body []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return e.Error.Message
-	}
-	return string(body)
 }
 
 // chunk is what the provider reads of a streamed chat completion chunk,

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/companionhq/companion/internal/model"
 	"github.com/companionhq/companion/internal/redact"
 )
 
@@ -147,7 +148,7 @@ func (c client) post(ctx context.Context, body, out any) error {
 	defer res.Body.Close()
 	if res.StatusCode/100 != 2 {
 		detail, _ := io.ReadAll(io.LimitReader(res.Body, 4<<10))
-		return c.fail(&StatusError{Status: res.StatusCode, Detail: c.hide(errorMessage(detail))})
+		return c.fail(&StatusError{Status: res.StatusCode, Detail: c.hide(model.OpenAIErrorMessage(detail))})
 	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxResponse+1))
 	if err != nil {
@@ -182,26 +183,5 @@ func (c client) fail(err error) error {
 
 // hide puts detail on one line of at most 300 bytes, without the key.
 func (c client) hide(detail string) string {
-	if k := string(c.cfg.APIKey); len(k) >= 4 {
-		detail = strings.ReplaceAll(detail, k, "[redacted]")
-	}
-	detail = strings.Join(strings.Fields(detail), " ")
-	if len(detail) > 300 {
-		detail = detail[:300] + "..."
-	}
-	return detail
-}
-
-// errorMessage is the message of an OpenAI error body,
-// {"error": {"message": ...}}, or the body itself when it has none.
-func errorMessage(body []byte) string {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-		return e.Error.Message
-	}
-	return string(body)
+	return model.OneLine(model.Redact(detail, string(c.cfg.APIKey)), 300)
 }
