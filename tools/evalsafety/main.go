@@ -19,18 +19,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
+	"github.com/companionhq/companion/tools/internal/crisisset"
 	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
@@ -105,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	d := crisis.New()
 	// Several sets, comma-separated, are measured one after the other.
 	for _, p := range strings.Split(path, ",") {
-		set, err := readSet(p)
+		set, err := crisisset.Read(p)
 		if err != nil {
 			return err
 		}
@@ -118,53 +116,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// example is one labelled message.
-type example struct {
-	Text  string `json:"text"`
-	Label string `json:"label"`
-	Kind  string `json:"kind"`
-	Note  string `json:"note"`
-}
-
-// readSet reads a labelled set and checks its labels.
-func readSet(path string) ([]example, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading the set: %w", err)
-	}
-	defer f.Close()
-	var set []example
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var e example
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		switch {
-		case e.Label == "safe":
-		case e.Label == "crisis" && (e.Kind == crisis.KindSuicidalIdeation || e.Kind == crisis.KindSelfHarm):
-		default:
-			return nil, fmt.Errorf("%s:%d: label %q, kind %q: want crisis with %s or %s, or safe", path, n, e.Label, e.Kind, crisis.KindSuicidalIdeation, crisis.KindSelfHarm)
-		}
-		set = append(set, e)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the set: %w", err)
-	}
-	if len(set) == 0 {
-		return nil, fmt.Errorf("%s: no messages", path)
-	}
-	return set, nil
-}
-
 // outcome is what was decided about one message.
 type outcome struct {
-	example
+	crisisset.Example
 	found   crisis.Finding
 	guarded bool // the guard flagged it; false without a guard
 }
@@ -177,10 +131,10 @@ type results struct {
 
 // evaluate runs the detector, and the guard when there is one, on every
 // message.
-func evaluate(ctx context.Context, set []example, d *crisis.Detector, g guard) (results, error) {
+func evaluate(ctx context.Context, set []crisisset.Example, d *crisis.Detector, g guard) (results, error) {
 	res := results{guard: g != nil}
 	for _, e := range set {
-		o := outcome{example: e, found: d.Detect(e.Text)}
+		o := outcome{Example: e, found: d.Detect(e.Text)}
 		if g != nil {
 			flagged, err := g.SelfHarm(ctx, e.Text)
 			if err != nil {

@@ -15,18 +15,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
+	"github.com/companionhq/companion/tools/internal/crisisset"
 	"github.com/companionhq/companion/tools/internal/gotool"
 )
 
@@ -62,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if *write {
-		var all []labelled
+		var all []crisisset.Example
 		for _, s := range sets {
 			all = append(all, s.examples...)
 		}
@@ -77,7 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "wrote %s: %d bytes, from %d messages\n", out, len(b), len(all))
 	}
 	if *test != "" {
-		set, err := readSet(*test)
+		set, err := crisisset.Read(*test)
 		if err != nil {
 			return err
 		}
@@ -87,16 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// labelled is a message of a set.
-type labelled struct {
-	Text  string `json:"text"`
-	Label string `json:"label"`
-	Kind  string `json:"kind"`
-}
-
 type set struct {
 	name     string
-	examples []labelled
+	examples []crisisset.Example
 }
 
 func readSets(dir string) ([]set, error) {
@@ -107,7 +98,7 @@ func readSets(dir string) ([]set, error) {
 	sort.Strings(paths)
 	var out []set
 	for _, p := range paths {
-		ex, err := readSet(p)
+		ex, err := crisisset.Read(p)
 		if err != nil {
 			return nil, err
 		}
@@ -116,36 +107,14 @@ func readSets(dir string) ([]set, error) {
 	return out, nil
 }
 
-func readSet(path string) ([]labelled, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []labelled
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var e labelled
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
-		}
-		if e.Label != "crisis" {
-			e.Kind = ""
-		}
-		out = append(out, e)
-	}
-	return out, sc.Err()
-}
-
-func examples(ls []labelled) []crisis.Example {
+func examples(ls []crisisset.Example) []crisis.Example {
 	out := make([]crisis.Example, len(ls))
 	for i, l := range ls {
-		out[i] = crisis.Example{Text: l.Text, Kind: l.Kind}
+		kind := ""
+		if l.Label == "crisis" {
+			kind = l.Kind
+		}
+		out[i] = crisis.Example{Text: l.Text, Kind: kind}
 	}
 	return out
 }
@@ -158,14 +127,14 @@ func (r result) falseRate() float64 { return float64(r.falseTrips) / float64(max
 
 // measure runs d on set; with th, the classifier's threshold and veto
 // are th's.
-func measure(d *crisis.Detector, set []labelled, th *[2]float64) result {
+func measure(d *crisis.Detector, set []crisisset.Example, th *[2]float64) result {
 	var r result
 	if th != nil {
 		d = d.WithThresholds(th[0], th[1])
 	}
 	for _, e := range set {
 		hit := d.Detect(e.Text).Detected()
-		if e.Kind != "" {
+		if e.Label == "crisis" {
 			r.crisis++
 			if hit {
 				r.found++
@@ -200,7 +169,7 @@ func crossValidate(w io.Writer, sets []set, opts crisis.TrainOptions) error {
 	}
 	fmt.Fprintln(w)
 	for i, held := range sets {
-		var train []labelled
+		var train []crisisset.Example
 		for j, s := range sets {
 			if j != i {
 				train = append(train, s.examples...)

@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
+	"github.com/companionhq/companion/tools/internal/crisisset"
 )
 
 // TestMeasure: recall over crisis messages, false trips over safe ones, at
 // the thresholds given.
 func TestMeasure(t *testing.T) {
-	set := []labelled{
+	set := []crisisset.Example{
 		{Text: "I want to kill myself tonight", Label: "crisis", Kind: crisis.KindSuicidalIdeation},
 		{Text: "I keep cutting my arms again", Label: "crisis", Kind: crisis.KindSelfHarm},
 		{Text: "what a lovely morning for a walk", Label: "safe"},
