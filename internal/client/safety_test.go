@@ -26,17 +26,7 @@ func TestNotices(t *testing.T) {
 	ctx := context.Background()
 	stream := func(thread, text string) []client.Event {
 		t.Helper()
-		s, err := c.Stream(ctx, turn(thread, text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		evs, err := readAll(t, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkIDs(t, evs)
-		return evs
+		return streamAll(t, c, turn(thread, text))
 	}
 
 	evs := stream("n1", "Hi, I'm Sam.")
@@ -208,8 +198,14 @@ func TestNoticesAbsent(t *testing.T) {
 // streamOf reads a stream of events served as they are given.
 func streamOf(t *testing.T, events []string) []client.Event {
 	t.Helper()
-	c := newClient(t, serveEvents(t, events, ""), "")
-	s, err := c.Stream(context.Background(), turn("t2", "Hi"))
+	return streamAll(t, newClient(t, serveEvents(t, events, ""), ""), turn("t2", "Hi"))
+}
+
+// streamAll streams req through c to its end, checks the events' ids and
+// returns them.
+func streamAll(t *testing.T, c *client.Client, req api.GenerateRequest) []client.Event {
+	t.Helper()
+	s, err := c.Stream(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,15 +37,7 @@ func (c client) workingMemory(thread, resource string) api.WorkingMemory {
 // generate body.
 func (c client) generate(thread, resource, text string) api.GenerateResponse {
 	c.t.Helper()
-	status, b := c.do("POST", generatePath, reqBody(thread, resource, user(text)))
-	if status != 200 {
-		c.t.Fatalf("generate: %d %s", status, b)
-	}
-	var g api.GenerateResponse
-	if err := json.Unmarshal(b, &g); err != nil {
-		c.t.Fatal(err)
-	}
-	return g
+	return c.generateBody(reqBody(thread, resource, user(text)))
 }
 
 // system is the instructions the model got in the first step of g.
