@@ -158,37 +158,52 @@ func loadModel(data []byte) (*model, error) {
 	if !bytes.HasPrefix(data, []byte(modelMagic)) {
 		return nil, errors.New("not a crisis model")
 	}
-	r := bytes.NewReader(data[len(modelMagic):])
-	var th [2]float32
-	m := &model{}
-	if err := binary.Read(r, binary.LittleEndian, &th); err != nil {
-		return nil, fmt.Errorf("reading the crisis model: %w", err)
+	b := data[len(modelMagic):]
+	short := errors.New("reading the crisis model: it ends early")
+	word := func() (uint32, error) {
+		if len(b) < 4 {
+			return 0, short
+		}
+		v := binary.LittleEndian.Uint32(b)
+		b = b[4:]
+		return v, nil
 	}
-	m.threshold, m.veto = float64(th[0]), float64(th[1])
+	float := func() (float32, error) {
+		v, err := word()
+		return math.Float32frombits(v), err
+	}
+	m := &model{}
+	th, err := float()
+	if err != nil {
+		return nil, err
+	}
+	veto, err := float()
+	if err != nil {
+		return nil, err
+	}
+	m.threshold, m.veto = float64(th), float64(veto)
 	for _, l := range []*linear{&m.crisis, &m.selfHarm} {
 		l.w = make([]float32, dims)
-		var n uint32
-		if err := binary.Read(r, binary.LittleEndian, &l.bias); err != nil {
-			return nil, fmt.Errorf("reading the crisis model: %w", err)
+		if l.bias, err = float(); err != nil {
+			return nil, err
 		}
-		if err := binary.Read(r, binary.LittleEndian, &n); err != nil {
-			return nil, fmt.Errorf("reading the crisis model: %w", err)
+		n, err := word()
+		if err != nil {
+			return nil, err
+		}
+		if uint64(n)*8 > uint64(len(b)) {
+			return nil, short
 		}
 		for range n {
-			var pair struct {
-				F uint32
-				W float32
+			f, _ := word()
+			w, _ := float()
+			if f >= dims {
+				return nil, fmt.Errorf("reading the crisis model: feature %d of %d", f, dims)
 			}
-			if err := binary.Read(r, binary.LittleEndian, &pair); err != nil {
-				return nil, fmt.Errorf("reading the crisis model: %w", err)
-			}
-			if pair.F >= dims {
-				return nil, fmt.Errorf("reading the crisis model: feature %d of %d", pair.F, dims)
-			}
-			l.w[pair.F] = pair.W
+			l.w[f] = w
 		}
 	}
-	if r.Len() != 0 {
+	if len(b) != 0 {
 		return nil, errors.New("reading the crisis model: bytes left over")
 	}
 	return m, nil

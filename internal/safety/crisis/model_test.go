@@ -56,3 +56,22 @@ func TestModelIsTrainedFromTheSets(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestModelRefused: a model that is not one, or that ends early or has
+// bytes left over, is refused, not half read.
+func TestModelRefused(t *testing.T) {
+	good, err := os.ReadFile("model.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		"not a model":    []byte("something else"),
+		"cut short":      good[:len(good)/2],
+		"only the magic": good[:5],
+		"bytes left":     append(bytes.Clone(good), 0),
+	} {
+		if _, err := crisis.NewWithModel(data); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
