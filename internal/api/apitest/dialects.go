@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	sse "github.com/tmaxmax/go-sse"
@@ -332,17 +333,7 @@ func CheckUIMessageStream(body []byte, g api.GenerateResponse) error {
 	return errors.Join(errs...)
 }
 
-// noticesEqual reports whether a stream's notices are a run's: those of
-// its start, which are all of them unless an output processor tripped
-// (its notice is in the generate body only).
+// noticesEqual reports whether a stream's notices are a run's.
 func noticesEqual(stream, run []api.Notice) bool {
-	if len(stream) > len(run) {
-		return false
-	}
-	for i := range stream {
-		if stream[i] != run[i] {
-			return false
-		}
-	}
-	return len(stream) == len(run) || len(run) == len(stream)+1 && run[len(run)-1].Kind != api.NoticeAIDisclosure
+	return slices.Equal(stream, run)
 }
