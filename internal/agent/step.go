@@ -217,7 +217,7 @@ func (r *run) handlePart(ctx context.Context, p model.Part, out *answer) error {
 			return r.send(TextDelta{Text: p.Text})
 		}
 		text := out.text.String()
-		if out.trip = r.checkOutput(text); out.trip != nil {
+		if out.trip = r.checkOutput(text, len(text)-len(p.Text)); out.trip != nil {
 			return nil
 		}
 		return r.sendText(out, len(text)-heldBack(text, len(p.Text)))

@@ -59,9 +59,11 @@ type Trip struct {
 type OutputProcessor interface {
 	// ID names the processor in spans, metrics and logs.
 	ID() string
-	// Check is given the step's text so far and returns a trip when it
-	// must stop; it must be quick: it runs on every piece of text.
-	Check(text string) *Trip
+	// Check is given the step's text so far, of which text[from:] is new
+	// since its last call (the words before it were checked then, and need
+	// not be again: the word from cuts into may not have been whole), and
+	// returns a trip when it must stop; it runs on every piece of text.
+	Check(text string, from int) *Trip
 }
 
 // tripped ends a run an input processor stopped: one step, whose text is
@@ -94,10 +96,10 @@ func (r *run) endTripped(i int, kind StepKind, t Trip, text string, req model.Re
 }
 
 // checkOutput runs the output processors on the step's text so far,
-// text; the first that trips stops the step.
-func (r *run) checkOutput(text string) *Trip {
+// text, of which text[from:] is new; the first that trips stops the step.
+func (r *run) checkOutput(text string, from int) *Trip {
 	for _, p := range r.in.Output {
-		if t := p.Check(text); t != nil {
+		if t := p.Check(text, from); t != nil {
 			if t.Processor == "" {
 				t.Processor = p.ID()
 			}

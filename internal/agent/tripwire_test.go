@@ -45,7 +45,7 @@ func TestInputTrip(t *testing.T) {
 type banned struct{ word string }
 
 func (banned) ID() string { return "banned" }
-func (b banned) Check(text string) *agent.Trip {
+func (b banned) Check(text string, _ int) *agent.Trip {
 	for _, w := range strings.Fields(text) {
 		if strings.Trim(w, ".,!?") == b.word {
 			return &agent.Trip{Code: "word", Reason: "banned: " + b.word, Text: "Let's talk about something else."}

@@ -159,10 +159,13 @@ const MinorContentText = "I can't continue with that. Let's talk about something
 // ID implements agent.OutputProcessor.
 func (MinorContent) ID() string { return MinorContentID }
 
-// Check implements agent.OutputProcessor: a word of explicitWords in text,
-// whole (the agent holds back a word until it is).
-func (MinorContent) Check(text string) *agent.Trip {
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }) {
+// Check implements agent.OutputProcessor: a word of explicitWords, whole
+// (the agent holds back a word until it is), among the words from touches
+// or follows: those before were checked already.
+func (MinorContent) Check(text string, from int) *agent.Trip {
+	notWord := func(r rune) bool { return !unicode.IsLetter(r) && r != '-' }
+	start := strings.LastIndexFunc(text[:from], notWord) + 1
+	for _, w := range strings.FieldsFunc(text[start:], notWord) {
 		if _, ok := explicitWords[strings.ToLower(w)]; ok {
 			return &agent.Trip{Processor: MinorContentID, Code: "sexual", Reason: "minor-content: sexual content in a reply to a minor", Text: MinorContentText}
 		}

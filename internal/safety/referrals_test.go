@@ -61,7 +61,8 @@ func TestLoadReferrals(t *testing.T) {
 }
 
 // TestMinorContent: whole explicit words stop a reply; everyday words,
-// and explicit ones inside others, do not.
+// and explicit ones inside others, do not; a word cut by where the new
+// text starts is read whole.
 func TestMinorContent(t *testing.T) {
 	var m safety.MinorContent
 	for text, trips := range map[string]bool{
@@ -71,8 +72,14 @@ func TestMinorContent(t *testing.T) {
 		"The thrust of the essay is clear":         false,
 		"My grandmother knits, she's a cumbersome": false,
 	} {
-		if got := m.Check(text) != nil; got != trips {
+		if got := m.Check(text, 0) != nil; got != trips {
 			t.Errorf("Check(%q) tripped %v, want %v", text, got, trips)
 		}
+	}
+	if m.Check("Let's talk about linge"+"rie now", len("Let's talk about linge")) == nil {
+		t.Error("a word the new text cuts into was not read whole")
+	}
+	if m.Check("lingerie, then the weather", len("lingerie, then")) != nil {
+		t.Error("words checked before were checked again")
 	}
 }
