@@ -31,6 +31,10 @@ func safetyConfig(cfg SafetyConfig, modelBaseURL string) (turn.SafetyConfig, err
 	if cfg.RedactPII {
 		out.Input = append(out.Input, safety.PII{})
 	}
+	moderated := cfg.ModerationURL != "" || cfg.ModerationModel != ""
+	if !cfg.Crisis && !moderated {
+		return out, nil
+	}
 	referrals := safety.DefaultReferrals()
 	if cfg.ReferralsFile != "" {
 		var err error
@@ -47,7 +51,7 @@ func safetyConfig(cfg SafetyConfig, modelBaseURL string) (turn.SafetyConfig, err
 	if cfg.Crisis {
 		out.Input = append(out.Input, protocol)
 	}
-	if cfg.ModerationURL != "" || cfg.ModerationModel != "" {
+	if moderated {
 		base := cmp.Or(cfg.ModerationURL, modelBaseURL, openAIBaseURL)
 		mc := moderation.Config{BaseURL: base, APIKey: cfg.ModerationKey, Model: cfg.ModerationModel}
 		var check moderation.Checker = moderation.NewOpenAI(mc)
