@@ -215,3 +215,34 @@ func ids(ms []memory.Message) []string {
 	}
 	return out
 }
+
+// BenchmarkWaitCPU is what waiting for PostgreSQL costs this process: the
+// CPU time of a statement that returns at once, of one that sleeps 2.5 ms,
+// and of one that keeps the server busy some milliseconds. The process
+// spends CPU while it waits (its threads park and wake, it polls the
+// network; on a small machine it shares the cores with the database), so
+// a slower statement costs the service more CPU though it does no more
+// work: what bounds the PostgreSQL turn's figure in docs/performance.md.
+func BenchmarkWaitCPU(b *testing.B) {
+	ctx := context.Background()
+	s, err := postgres.Open(ctx, pgtest.URL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	for _, q := range []struct{ name, sql string }{
+		{"select-1", "SELECT 1"},
+		{"sleep-2.5ms", "SELECT pg_sleep(0.0025)"},
+		{"busy", "SELECT count(*) FROM generate_series(1, 150000)"},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			report := testkit.CPUPerOp(b)
+			for b.Loop() {
+				if _, err := s.Pool().Exec(ctx, q.sql); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report()
+		})
+	}
+}
