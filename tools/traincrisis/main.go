@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
 	"github.com/companionhq/companion/tools/internal/crisisset"
@@ -43,6 +44,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&opts.Epochs, "epochs", opts.Epochs, "epochs of training (for -cv)")
 	fs.Float64Var(&opts.Rate, "rate", opts.Rate, "AdaGrad's learning rate (for -cv)")
 	fs.Float64Var(&opts.L2, "l2", opts.L2, "weight decay (for -cv)")
+	fs.IntVar(&opts.Orders, "orders", opts.Orders, "orders of the examples the weights are averaged over (for -cv)")
+	fs.Float64Var(&opts.CrisisWeight, "crisis-weight", opts.CrisisWeight, "weight of a crisis example's error (for -cv)")
+	heldout := fs.String("heldout", "", "with -cv: comma-separated held-out sets, measured with a model trained on every training set")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,7 +59,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *cv {
-		if err := crossValidate(stdout, sets, opts); err != nil {
+		var held []set
+		for _, p := range strings.Split(*heldout, ",") {
+			if p == "" {
+				continue
+			}
+			ex, err := crisisset.Read(p)
+			if err != nil {
+				return err
+			}
+			held = append(held, set{name: filepath.Base(p), examples: ex})
+		}
+		if err := crossValidate(stdout, sets, held, opts); err != nil {
 			return err
 		}
 	}
@@ -125,12 +140,11 @@ type result struct{ crisis, found, safe, falseTrips int }
 func (r result) recall() float64    { return float64(r.found) / float64(max(r.crisis, 1)) }
 func (r result) falseRate() float64 { return float64(r.falseTrips) / float64(max(r.safe, 1)) }
 
-// measure runs d on set; with th, the classifier's threshold and veto
-// are th's.
-func measure(d *crisis.Detector, set []crisisset.Example, th *[2]float64) result {
+// measure runs d on set; with th, the classifier's thresholds are th.
+func measure(d *crisis.Detector, set []crisisset.Example, th *crisis.Thresholds) result {
 	var r result
 	if th != nil {
-		d = d.WithThresholds(th[0], th[1])
+		d = d.WithThresholds(*th)
 	}
 	for _, e := range set {
 		hit := d.Detect(e.Text).Detected()
@@ -150,55 +164,102 @@ func measure(d *crisis.Detector, set []crisisset.Example, th *[2]float64) result
 }
 
 // crossValidate trains without each set in turn and measures on it: the
-// rules alone, and the rules or the classifier at each threshold.
-func crossValidate(w io.Writer, sets []set, opts crisis.TrainOptions) error {
-	var thresholds [][2]float64
-	for _, v := range []float64{0, 0.05, 0.1} {
-		for _, t := range []float64{0.3, 0.5, 0.7} {
-			thresholds = append(thresholds, [2]float64{t, v})
+// rules alone, and the rules or the classifier at each choice of
+// thresholds, a row each; then, trained on every set, the held-out sets.
+func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions) error {
+	base := crisis.New().Thresholds()
+	var grid []crisis.Thresholds
+	for _, u := range []float64{0.6, 0.7, 0.85} {
+		for _, t := range []float64{0.3, 0.5} {
+			for _, v := range []float64{0.05, 0.1} {
+				grid = append(grid, crisis.Thresholds{Signalled: t, Unsignalled: u, Damped: base.Damped, Veto: v})
+			}
 		}
 	}
 	rules, err := crisis.NewWithModel(nil)
 	if err != nil {
 		return err
 	}
-	total := make([]result, len(thresholds)+1)
-	fmt.Fprintf(w, "%-22s %-16s", "left out", "rules alone")
-	for _, t := range thresholds {
-		fmt.Fprintf(w, " %-16s", fmt.Sprintf("t %.2f v %.2f", t[0], t[1]))
+	// cells[k][i]: threshold choice k (0 the rules alone) on set i.
+	cells := make([][]result, len(grid)+1)
+	for k := range cells {
+		cells[k] = make([]result, len(sets)+len(held))
 	}
-	fmt.Fprintln(w)
-	for i, held := range sets {
+	for i, out := range sets {
 		var train []crisisset.Example
 		for j, s := range sets {
 			if j != i {
 				train = append(train, s.examples...)
 			}
 		}
-		b, err := crisis.Train(examples(train), opts)
+		d, err := trained(train, opts)
 		if err != nil {
 			return err
 		}
-		d, err := crisis.NewWithModel(b)
+		cells[0][i] = measure(rules, out.examples, nil)
+		for k := range grid {
+			cells[k+1][i] = measure(d, out.examples, &grid[k])
+		}
+	}
+	if len(held) > 0 {
+		var all []crisisset.Example
+		for _, s := range sets {
+			all = append(all, s.examples...)
+		}
+		d, err := trained(all, opts)
 		if err != nil {
 			return err
 		}
-		r := measure(rules, held.examples, nil)
-		add(&total[0], r)
-		fmt.Fprintf(w, "%-22s %-16s", held.name, cell(r))
-		for k, t := range thresholds {
-			r := measure(d, held.examples, &t)
-			add(&total[k+1], r)
-			fmt.Fprintf(w, " %-16s", cell(r))
+		for i, h := range held {
+			cells[0][len(sets)+i] = measure(rules, h.examples, nil)
+			for k := range grid {
+				cells[k+1][len(sets)+i] = measure(d, h.examples, &grid[k])
+			}
+		}
+	}
+	fmt.Fprintf(w, "%-22s %-12s", "thresholds", "left out")
+	for _, s := range sets {
+		fmt.Fprintf(w, " %-11s", short(s.name))
+	}
+	for _, s := range held {
+		fmt.Fprintf(w, " %-11s", "*"+short(s.name))
+	}
+	fmt.Fprintln(w)
+	for k, row := range cells {
+		name := "rules alone"
+		if k > 0 {
+			g := grid[k-1]
+			name = fmt.Sprintf("s%.2f u%.2f v%.2f", g.Signalled, g.Unsignalled, g.Veto)
+		}
+		var total result
+		for _, r := range row[:len(sets)] {
+			add(&total, r)
+		}
+		fmt.Fprintf(w, "%-22s %-12s", name, cell(total))
+		for _, r := range row {
+			fmt.Fprintf(w, " %-11s", cell(r))
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%-22s", "all")
-	for _, r := range total {
-		fmt.Fprintf(w, " %-16s", cell(r))
-	}
-	fmt.Fprintln(w, "\n(each cell: recall / false-trip rate)")
+	fmt.Fprintln(w, "(each cell: recall/false-trip rate; a set marked * is held out, measured with the model every training set trains)")
 	return nil
+}
+
+// trained is the detector with the classifier ex trains.
+func trained(ex []crisisset.Example, opts crisis.TrainOptions) (*crisis.Detector, error) {
+	b, err := crisis.Train(examples(ex), opts)
+	if err != nil {
+		return nil, err
+	}
+	return crisis.NewWithModel(b)
+}
+
+func short(name string) string {
+	name = strings.TrimSuffix(name, ".jsonl")
+	if len(name) > 11 {
+		name = name[:11]
+	}
+	return name
 }
 
 func add(t *result, r result) {
@@ -208,4 +269,4 @@ func add(t *result, r result) {
 	t.falseTrips += r.falseTrips
 }
 
-func cell(r result) string { return fmt.Sprintf("%.3f / %.3f", r.recall(), r.falseRate()) }
+func cell(r result) string { return fmt.Sprintf("%.3f/%.3f", r.recall(), r.falseRate()) }

@@ -16,16 +16,16 @@ func TestMeasure(t *testing.T) {
 		{Text: "what a lovely morning for a walk", Label: "safe"},
 		{Text: "this workout is killing me", Label: "safe"},
 	}
-	r := measure(crisis.New(), set, &[2]float64{0.5, 0.05})
+	r := measure(crisis.New(), set, &crisis.Thresholds{Signalled: 0.5, Unsignalled: 0.85, Damped: 0.85, Veto: 0.05})
 	if r.crisis != 2 || r.safe != 2 || r.found != 2 || r.falseTrips != 0 {
 		t.Fatalf("%+v", r)
 	}
-	if got := cell(r); got != "1.000 / 0.000" {
+	if got := cell(r); got != "1.000/0.000" {
 		t.Fatalf("cell %q", got)
 	}
 	// A threshold no message reaches, and a veto every rule's trip is
 	// under: nothing trips.
-	if r := measure(crisis.New(), set, &[2]float64{1.1, 1.1}); r.found != 0 || r.falseTrips != 0 {
+	if r := measure(crisis.New(), set, &crisis.Thresholds{Signalled: 1.1, Unsignalled: 1.1, Damped: 1.1, Veto: 1.1}); r.found != 0 || r.falseTrips != 0 {
 		t.Fatalf("with nothing allowed to trip: %+v", r)
 	}
 }

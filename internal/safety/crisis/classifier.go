@@ -118,6 +118,10 @@ func (m *linear) prob(feats []uint32) float64 {
 type model struct {
 	crisis, selfHarm linear
 	threshold, veto  float64
+	// unsignalled and damped are the thresholds of a message in which the
+	// rules found nothing of a crisis, and of one they damp (crisis.go):
+	// constants, which tools may change to measure (WithThresholds).
+	unsignalled, damped float64
 }
 
 //go:embed model.bin
@@ -172,7 +176,7 @@ func loadModel(data []byte) (*model, error) {
 		v, err := word()
 		return math.Float32frombits(v), err
 	}
-	m := &model{}
+	m := &model{unsignalled: unsignalledThreshold, damped: dampedThreshold}
 	th, err := float()
 	if err != nil {
 		return nil, err
@@ -228,8 +232,14 @@ type TrainOptions struct {
 	// do not trip is in crisis; Veto the one below which a message they
 	// trip is not.
 	Threshold, Veto float64
-	// Seed orders the examples: training is deterministic.
-	Seed uint64
+	// Seed orders the examples: training is deterministic. Orders is how
+	// many orders (Seed, Seed+1, ...) the weights are averaged over: one
+	// order's weights move the figures by a point or two.
+	Seed   uint64
+	Orders int
+	// CrisisWeight weighs a crisis example's error against a safe one's
+	// (1 when 0): a miss costs more than a false trip.
+	CrisisWeight float64
 }
 
 // DefaultTrainOptions are the settings model.bin was trained with; the
@@ -266,14 +276,39 @@ func Train(examples []Example, o TrainOptions) ([]byte, error) {
 		}
 		crisisX, crisisY = append(crisisX, feats[i]), append(crisisY, y)
 	}
-	m.crisis = trainLinear(crisisX, crisisY, o)
-	m.selfHarm = trainLinear(shX, shY, o)
+	m.crisis = trainAveraged(crisisX, crisisY, o, o.CrisisWeight)
+	m.selfHarm = trainAveraged(shX, shY, o, 1)
 	return m.MarshalBinary()
+}
+
+// trainAveraged is trainLinear over o.Orders orders of the examples, its
+// weights averaged.
+func trainAveraged(x [][]uint32, y []float64, o TrainOptions, pos float64) linear {
+	n := max(o.Orders, 1)
+	if pos <= 0 {
+		pos = 1
+	}
+	sum := make([]float64, dims)
+	var bias float64
+	for i := range n {
+		oi := o
+		oi.Seed = o.Seed + uint64(i)
+		b, w := trainLinear(x, y, oi, pos)
+		bias += b
+		for f, v := range w {
+			sum[f] += v
+		}
+	}
+	l := linear{bias: float32(bias / float64(n)), w: make([]float32, dims)}
+	for f, v := range sum {
+		l.w[f] = float32(v / float64(n))
+	}
+	return l
 }
 
 // trainLinear fits a logistic regression by AdaGrad, the examples in an
 // order drawn from o.Seed each epoch.
-func trainLinear(x [][]uint32, y []float64, o TrainOptions) linear {
+func trainLinear(x [][]uint32, y []float64, o TrainOptions, pos float64) (float64, []float64) {
 	w := make([]float64, dims)
 	g2 := make([]float64, dims)
 	var b, gb float64
@@ -290,6 +325,9 @@ func trainLinear(x [][]uint32, y []float64, o TrainOptions) linear {
 				z += w[f]
 			}
 			g := 1/(1+math.Exp(-z)) - y[i]
+			if y[i] == 1 {
+				g *= pos
+			}
 			gb += g * g
 			b -= o.Rate * g / math.Sqrt(gb+1e-8)
 			for _, f := range x[i] {
@@ -299,20 +337,34 @@ func trainLinear(x [][]uint32, y []float64, o TrainOptions) linear {
 			}
 		}
 	}
-	l := linear{bias: float32(b), w: make([]float32, dims)}
-	for i, v := range w {
-		l.w[i] = float32(v)
-	}
-	return l
+	return b, w
 }
 
-// WithThresholds is d with the classifier's threshold and veto: for tools
-// that choose them.
-func (d *Detector) WithThresholds(threshold, veto float64) *Detector {
+// Thresholds are the probabilities at which the classifier decides: Signalled
+// for a message in which the rules found something of a crisis,
+// Unsignalled for one in which they found nothing, Damped for one they
+// read as denied, past, someone else's or a joke; Veto the one below which
+// a rule's trip is dropped.
+type Thresholds struct {
+	Signalled, Unsignalled, Damped, Veto float64
+}
+
+// Thresholds are d's.
+func (d *Detector) Thresholds() Thresholds {
+	if d.model == nil {
+		return Thresholds{}
+	}
+	m := d.model
+	return Thresholds{Signalled: m.threshold, Unsignalled: m.unsignalled, Damped: m.damped, Veto: m.veto}
+}
+
+// WithThresholds is d with the classifier's thresholds: for tools that
+// choose them.
+func (d *Detector) WithThresholds(t Thresholds) *Detector {
 	c := *d
 	if d.model != nil {
 		m := *d.model
-		m.threshold, m.veto = threshold, veto
+		m.threshold, m.unsignalled, m.damped, m.veto = t.Signalled, t.Unsignalled, t.Damped, t.Veto
 		c.model = &m
 	}
 	return &c

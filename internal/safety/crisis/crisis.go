@@ -250,13 +250,13 @@ func (d *Detector) Detect(text string) Finding {
 	}
 	th := d.model.threshold
 	if damp < 1 {
-		th = max(th, dampedThreshold)
+		th = max(th, d.model.damped)
 	}
 	if r.msg&classifierSignals == 0 {
 		// Nothing of a crisis the rules can name (a death, a means or a
 		// place, a farewell, a burden, despair, self-harm): the
 		// classifier's own words must be much surer.
-		th = max(th, unsignalledThreshold)
+		th = max(th, d.model.unsignalled)
 	}
 	darker := r.msg&(catDeath|catDistress|catBurden|catFinal) != 0
 	switch {
