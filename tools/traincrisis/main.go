@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&opts.L2, "l2", opts.L2, "weight decay (for -cv)")
 	fs.IntVar(&opts.Orders, "orders", opts.Orders, "orders of the examples the weights are averaged over (for -cv)")
 	fs.Float64Var(&opts.CrisisWeight, "crisis-weight", opts.CrisisWeight, "weight of a crisis example's error (for -cv)")
+	misses := fs.String("misses", "", "with -cv: a training set's name whose misses and false trips, left out, are listed")
 	heldout := fs.String("heldout", "", "with -cv: comma-separated held-out sets, measured with a model trained on every training set")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -70,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			held = append(held, set{name: filepath.Base(p), examples: ex})
 		}
-		if err := crossValidate(stdout, sets, held, opts); err != nil {
+		if err := crossValidate(stdout, sets, held, opts, *misses); err != nil {
 			return err
 		}
 	}
@@ -166,7 +167,7 @@ func measure(d *crisis.Detector, set []crisisset.Example, th *crisis.Thresholds)
 // crossValidate trains without each set in turn and measures on it: the
 // rules alone, and the rules or the classifier at each choice of
 // thresholds, a row each; then, trained on every set, the held-out sets.
-func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions) error {
+func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions, misses string) error {
 	base := crisis.New().Thresholds()
 	var grid []crisis.Thresholds
 	for _, u := range []float64{0.6, 0.7, 0.85} {
@@ -195,6 +196,9 @@ func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions) erro
 		d, err := trained(train, opts)
 		if err != nil {
 			return err
+		}
+		if out.name == misses || out.name == misses+".jsonl" {
+			defer listMisses(w, d, out)
 		}
 		cells[0][i] = measure(rules, out.examples, nil)
 		for k := range grid {
@@ -243,6 +247,20 @@ func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions) erro
 	}
 	fmt.Fprintln(w, "(each cell: recall/false-trip rate; a set marked * is held out, measured with the model every training set trains)")
 	return nil
+}
+
+// listMisses lists what d, at its own thresholds, gets wrong of s.
+func listMisses(w io.Writer, d *crisis.Detector, s set) {
+	fmt.Fprintf(w, "\n%s, left out, at the default thresholds:\n", s.name)
+	for _, e := range s.examples {
+		f := d.Detect(e.Text)
+		switch {
+		case e.Label == "crisis" && !f.Detected():
+			fmt.Fprintf(w, "  miss   %-18s %s\n", e.Note, e.Text)
+		case e.Label != "crisis" && f.Detected():
+			fmt.Fprintf(w, "  false  %-18s %s  (%s)\n", e.Note, e.Text, f.Cue)
+		}
+	}
 }
 
 // trained is the detector with the classifier ex trains.
