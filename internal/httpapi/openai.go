@@ -152,6 +152,9 @@ func (s *Server) openaiRequest(w http.ResponseWriter, r *http.Request) (agent.In
 	}
 	in, err := validateRun(gen, s.cfg.Limits)
 	in.Temperature = req.Temperature
+	// A completion's user is a minor, and has a locale, as on every other
+	// route: the safety rules that depend on them apply here too.
+	userOf(r, &in)
 	return in, call, err
 }
 
