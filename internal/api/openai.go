@@ -53,6 +53,17 @@ type OpenAIChatCompletion struct {
 	Model   string         `json:"model"`
 	Choices []OpenAIChoice `json:"choices"`
 	Usage   OpenAIUsage    `json:"usage"`
+	OpenAISafety
+}
+
+// OpenAISafety is what the companion adds to OpenAI's objects: the notices
+// the user must be told with the reply, and why a processor stopped the
+// run. OpenAI's SDKs keep fields they do not know; each is absent when it
+// says nothing, so that an ordinary answer is OpenAI's shape exactly.
+type OpenAISafety struct {
+	Notices        []Notice `json:"notices,omitempty"`
+	Tripwire       bool     `json:"tripwire,omitempty"`
+	TripwireReason string   `json:"tripwireReason,omitempty"`
 }
 
 // OpenAIChoice is the one choice of a completion.
@@ -80,7 +91,8 @@ type OpenAIUsage struct {
 // OpenAIChunk is one frame of a streamed completion
 // (object "chat.completion.chunk"). Usage is absent unless the request
 // asked for it (stream_options.include_usage); then it is null on every
-// chunk but the last, whose choices are empty.
+// chunk but the last, whose choices are empty. The first chunk carries the
+// notices, the one with the finish reason the tripwire.
 type OpenAIChunk struct {
 	ID      string              `json:"id"`
 	Object  string              `json:"object"`
@@ -88,6 +100,7 @@ type OpenAIChunk struct {
 	Model   string              `json:"model"`
 	Choices []OpenAIChunkChoice `json:"choices"`
 	Usage   any                 `json:"usage,omitempty"`
+	OpenAISafety
 }
 
 // OpenAIChunkChoice is a chunk's choice: a delta, and the finish reason on

@@ -73,14 +73,21 @@ func (s *Server) runRequest(w http.ResponseWriter, r *http.Request, decode func(
 	if err != nil {
 		return in, err
 	}
+	userOf(r, &in)
+	in.ResourceID, err = s.resource(r.Context(), in.ResourceID)
+	return in, err
+}
+
+// userOf adds to in what the request says of its user besides the body:
+// the locale of Accept-Language when the body gave none, and a minor's
+// mark from the credential, which a body cannot take away.
+func userOf(r *http.Request, in *agent.Input) {
 	if in.Locale == "" {
 		in.Locale = acceptLocale(r.Header.Get("Accept-Language"))
 	}
 	if id, ok := identityOf(r.Context()); ok && id.Minor {
 		in.Minor = true
 	}
-	in.ResourceID, err = s.resource(r.Context(), in.ResourceID)
-	return in, err
 }
 
 // streamRequest is runRequest for a stream, done off the stack (offstack): decoding goes deep,

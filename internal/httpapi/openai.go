@@ -104,11 +104,16 @@ func (s *Server) handleChatCompletions() http.HandlerFunc {
 			return
 		}
 		res := o.Result
+		safety := api.OpenAISafety{Notices: notices(res.Notices)}
+		if res.Trip != nil {
+			safety.Tripwire, safety.TripwireReason = true, res.Trip.Reason
+		}
 		writeJSON(w, http.StatusOK, api.OpenAIChatCompletion{
 			ID: "chatcmpl-" + res.RunID, Object: "chat.completion", Created: arrived.Unix(), Model: call.model,
 			Choices: []api.OpenAIChoice{{Message: api.OpenAIReplyMessage{Role: api.RoleAssistant, Content: res.Text()},
-				FinishReason: openaiReason(res.FinishReason)}},
-			Usage: openaiUsage(res.Usage),
+				FinishReason: openaiReason(res.FinishReason, safety.Tripwire)}},
+			Usage:        openaiUsage(res.Usage),
+			OpenAISafety: safety,
 		})
 	}
 }
@@ -152,6 +157,9 @@ func (s *Server) openaiRequest(w http.ResponseWriter, r *http.Request) (agent.In
 	}
 	in, err := validateRun(gen, s.cfg.Limits)
 	in.Temperature = req.Temperature
+	// A completion's user is a minor, and has a locale, as on every other
+	// route: the safety rules that depend on them apply here too.
+	userOf(r, &in)
 	return in, call, err
 }
 
@@ -273,8 +281,13 @@ func openaiThread(r *http.Request, field, resource string, msgs []api.Message) (
 }
 
 // openaiReason is a run's finish reason in OpenAI's words. The companion's
-// tools run inside the run, so a client never sees tool_calls.
-func openaiReason(r string) string {
+// tools run inside the run, so a client never sees tool_calls. A run a
+// processor stopped ends content_filter, OpenAI's word for an answer a
+// filter stopped or replaced; its "other" is not one of OpenAI's values.
+func openaiReason(r string, tripped bool) string {
+	if tripped {
+		return "content_filter"
+	}
 	switch r {
 	case model.FinishLength, "content_filter":
 		return r
@@ -287,9 +300,10 @@ func openaiUsage(u model.Usage) api.OpenAIUsage {
 }
 
 // openaiDialect writes a run as OpenAI's chat.completion.chunk events: a
-// first chunk with the role, one per text delta, one with the finish
-// reason, then (stream_options.include_usage) one with the usage and no
-// choices, then [DONE]. Every chunk has the same id and created.
+// first chunk with the role (and the notices), one per text delta, one
+// with the finish reason (and the tripwire), then
+// (stream_options.include_usage) one with the usage and no choices, then
+// [DONE]. Every chunk has the same id and created.
 type openaiDialect struct {
 	id, model string
 	created   int64
@@ -321,7 +335,9 @@ func (d *openaiDialect) frames(rec *run.Record, out []frame) []frame {
 	switch {
 	case rec.Start != nil:
 		empty := ""
-		return append(out, frame{v: d.chunk([]api.OpenAIChunkChoice{{Delta: api.OpenAIDelta{Role: api.RoleAssistant, Content: &empty}}})})
+		c := d.chunk([]api.OpenAIChunkChoice{{Delta: api.OpenAIDelta{Role: api.RoleAssistant, Content: &empty}}})
+		c.Notices = notices(rec.Start.Notices)
+		return append(out, frame{v: c})
 	case rec.Text != nil:
 		return append(out, frame{v: d.chunk([]api.OpenAIChunkChoice{{Delta: api.OpenAIDelta{Content: &rec.Text.Text}}}), text: true})
 	case rec.Failed != nil:
@@ -329,8 +345,10 @@ func (d *openaiDialect) frames(rec *run.Record, out []frame) []frame {
 		code := strings.ToLower(rec.Failed.Code)
 		return append(out, frame{v: api.OpenAIErrorBody{Error: api.OpenAIError{Message: rec.Failed.Message, Type: "server_error", Code: &code}}})
 	case rec.Finished != nil && !d.failed:
-		reason := openaiReason(rec.Finished.Reason)
-		out = append(out, frame{v: d.chunk([]api.OpenAIChunkChoice{{FinishReason: &reason}})})
+		reason := openaiReason(rec.Finished.Reason, rec.Finished.Tripwire)
+		fin := d.chunk([]api.OpenAIChunkChoice{{FinishReason: &reason}})
+		fin.Tripwire, fin.TripwireReason = rec.Finished.Tripwire, rec.Finished.TripwireReason
+		out = append(out, frame{v: fin})
 		if d.usage {
 			c := d.chunk([]api.OpenAIChunkChoice{})
 			c.Usage = openaiUsage(rec.Finished.Usage)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/api"
@@ -408,4 +410,236 @@ func TestOpenAILimitsAndFailures(t *testing.T) {
 			}
 		}
 	})
+}
+
+// minorStop ends a minor's reply that the minor-content processor stopped.
+const minorStop = "\n\nI can't continue with that. Let's talk about something else."
+
+// minorToken is a token of a user marked a minor.
+func minorToken(t *testing.T, sub string) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "minor": true,
+		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestOpenAIUser: a completion's user is who the request says, as on the
+// other routes: a minor's credential brings the minors' rules, and
+// Accept-Language the locale of the crisis referral.
+func TestOpenAIUser(t *testing.T) {
+	svc := authService(t, nil)
+	for _, tc := range []struct {
+		name, say string
+		header    http.Header
+		// want is a part of the answer, wantNot what it must not hold.
+		want, wantNot string
+	}{
+		{name: "a minor's reply is stopped", say: "Remember that I want to talk about lingerie.",
+			header: bearer(minorToken(t, "teen")), want: minorStop, wantNot: "lingerie"},
+		{name: "an adult's is not", say: "Remember that I want to talk about lingerie.",
+			header: bearer("key-alice"), want: "lingerie", wantNot: minorStop},
+		{name: "the referral in the locale of Accept-Language", say: "i want to kill myself",
+			header: http.Header{"Authorization": {"Bearer key-alice"}, "Accept-Language": {"en-GB,en;q=0.8"}}, want: "Samaritans", wantNot: "988"},
+		{name: "the default referral without it", say: "i want to kill myself",
+			header: bearer("key-alice"), want: "988", wantNot: "Samaritans"},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%v", tc.name, stream), func(t *testing.T) {
+				extra := fmt.Sprintf(`,"thread_id":"user-%s-%v"`, strings.ReplaceAll(tc.name, " ", "-"), stream)
+				if stream {
+					extra += `,"stream":true`
+				}
+				res, b := svc.DoHeader(t, "POST", completionsPath, completion("companion", "", fmt.Sprintf(`[{"role":"user","content":%q}]`, tc.say), extra), tc.header)
+				if res.StatusCode != 200 {
+					t.Fatalf("status %d: %s", res.StatusCode, b)
+				}
+				var text string
+				if stream {
+					chunks, _ := sseChunks(t, b)
+					for _, c := range chunks {
+						if ch, _ := c["choices"].([]any); len(ch) == 1 {
+							s, _ := ch[0].(map[string]any)["delta"].(map[string]any)["content"].(string)
+							text += s
+						}
+					}
+				} else {
+					var c api.OpenAIChatCompletion
+					if err := json.Unmarshal(b, &c); err != nil {
+						t.Fatal(err)
+					}
+					text = c.Choices[0].Message.Content
+				}
+				if !strings.Contains(text, tc.want) || strings.Contains(text, tc.wantNot) {
+					t.Errorf("answer %q, want one with %q and without %q", text, tc.want, tc.wantNot)
+				}
+			})
+		}
+	}
+}
+
+// disclosureText is the default ai-disclosure notice's.
+const disclosureText = "You are talking to an AI companion, not a person."
+
+// openaiAnswer is what a completion, whole or streamed, told: its text, its
+// finish reason, and its safety fields as a client reads them.
+type openaiAnswer struct {
+	text, finish string
+	notices      []api.Notice
+	tripwire     bool
+	reason       string
+}
+
+// readCompletion reads a whole completion; an ordinary one must have only
+// OpenAI's fields.
+func readCompletion(t *testing.T, b []byte) openaiAnswer {
+	t.Helper()
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	var c api.OpenAIChatCompletion
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	checkSafetyKeys(t, "the completion", keys, c.Notices != nil, c.Tripwire)
+	return openaiAnswer{text: c.Choices[0].Message.Content, finish: c.Choices[0].FinishReason,
+		notices: c.Notices, tripwire: c.Tripwire, reason: c.TripwireReason}
+}
+
+// readChunks reads a stream: the notices must be on the first chunk alone,
+// the tripwire on the finishing chunk alone.
+func readChunks(t *testing.T, b []byte) openaiAnswer {
+	t.Helper()
+	var a openaiAnswer
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	i := 0
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok || data == "[DONE]" {
+			continue
+		}
+		var keys map[string]json.RawMessage
+		var c api.OpenAIChunk
+		if err := json.Unmarshal([]byte(data), &keys); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatal(err)
+		}
+		finishing := len(c.Choices) == 1 && c.Choices[0].FinishReason != nil
+		checkSafetyKeys(t, fmt.Sprintf("chunk %d", i), keys, i == 0 && c.Notices != nil, finishing && c.Tripwire)
+		switch {
+		case i == 0:
+			a.notices = c.Notices
+		case finishing:
+			a.finish, a.tripwire, a.reason = *c.Choices[0].FinishReason, c.Tripwire, c.TripwireReason
+		case len(c.Choices) == 1 && c.Choices[0].Delta.Content != nil:
+			a.text += *c.Choices[0].Delta.Content
+		}
+		i++
+	}
+	return a
+}
+
+// checkSafetyKeys fails unless obj's top-level keys are OpenAI's, plus
+// notices when notices and the tripwire's when tripped.
+func checkSafetyKeys(t *testing.T, what string, obj map[string]json.RawMessage, notices, tripped bool) {
+	t.Helper()
+	allowed := map[string]bool{"id": true, "object": true, "created": true, "model": true, "choices": true, "usage": true,
+		"notices": notices, "tripwire": tripped, "tripwireReason": tripped}
+	for k := range obj {
+		if !allowed[k] {
+			t.Errorf("%s has %s: %s", what, k, obj[k])
+		}
+	}
+	if _, ok := obj["notices"]; ok && string(obj["notices"]) == "[]" {
+		t.Errorf("%s has an empty notices array, which should be absent", what)
+	}
+}
+
+// TestOpenAISafety: the OpenAI front carries the run's notices and
+// tripwire, whole and streamed, and a tripped run ends content_filter;
+// an ordinary answer has OpenAI's fields alone.
+func TestOpenAISafety(t *testing.T) {
+	svc := authService(t, nil)
+	adult := bearer("key-alice")
+	minor := minorToken(t, "teen")
+	for _, mode := range []struct{ name, extra string }{
+		{"whole", ""},
+		{"stream", `,"stream":true`},
+		{"stream with usage", `,"stream":true,"stream_options":{"include_usage":true}`},
+	} {
+		for _, tc := range []struct {
+			name string
+			who  http.Header
+			// before is a turn sent first on the same thread.
+			before, say string
+			kinds       []string
+			finish      string
+			reason      string
+			// text is a part of the answer; referral, that the answer
+			// gives the crisis-referral notice's text.
+			text     string
+			referral bool
+		}{
+			{name: "first turn", who: adult, say: "Hello", kinds: []string{api.NoticeAIDisclosure}, finish: "stop"},
+			{name: "next turn", who: adult, before: "Hello", say: "How are you?", finish: "stop"},
+			{name: "crisis", who: adult, say: "i want to kill myself", kinds: []string{api.NoticeAIDisclosure, api.NoticeCrisisReferral},
+				finish: "content_filter", reason: "crisis: suicidal ideation", referral: true},
+			{name: "crisis in a thread", who: adult, before: "Hello", say: "i want to kill myself", kinds: []string{api.NoticeCrisisReferral},
+				finish: "content_filter", reason: "crisis: suicidal ideation", referral: true},
+			{name: "a minor's reply stopped", who: bearer(minor), say: "Remember that I want to talk about lingerie.", kinds: []string{api.NoticeAIDisclosure},
+				finish: "content_filter", reason: "minor-content: sexual content in a reply to a minor", text: minorStop},
+			{name: "max_tokens", who: adult, before: "Hello", say: "Tell me a long story about the sea.", finish: "length"},
+		} {
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				thread := fmt.Sprintf(`,"thread_id":%q`, strings.ReplaceAll(mode.name+"-"+tc.name, " ", "-"))
+				msgs := func(say string) string { return fmt.Sprintf(`[{"role":"user","content":%q}]`, say) }
+				if tc.before != "" {
+					if res, b := svc.DoHeader(t, "POST", completionsPath, completion("companion", "", msgs(tc.before), thread), tc.who); res.StatusCode != 200 {
+						t.Fatalf("the turn before: status %d: %s", res.StatusCode, b)
+					}
+				}
+				extra := thread + mode.extra
+				if tc.finish == "length" {
+					extra += `,"max_tokens":3`
+				}
+				res, b := svc.DoHeader(t, "POST", completionsPath, completion("companion", "", msgs(tc.say), extra), tc.who)
+				if res.StatusCode != 200 {
+					t.Fatalf("status %d: %s", res.StatusCode, b)
+				}
+				var a openaiAnswer
+				if mode.extra == "" {
+					a = readCompletion(t, b)
+				} else {
+					a = readChunks(t, b)
+				}
+				var kinds []string
+				for _, n := range a.notices {
+					if n.Text == "" {
+						t.Errorf("notice %s has no text", n.Kind)
+					}
+					if n.Kind == api.NoticeAIDisclosure && n.Text != disclosureText {
+						t.Errorf("disclosure %q", n.Text)
+					}
+					if n.Kind == api.NoticeCrisisReferral && tc.referral && !strings.Contains(a.text, n.Text) {
+						t.Errorf("the answer %q does not give the referral %q", a.text, n.Text)
+					}
+					kinds = append(kinds, n.Kind)
+				}
+				if strings.Join(kinds, " ") != strings.Join(tc.kinds, " ") {
+					t.Errorf("notices %v, want %v", kinds, tc.kinds)
+				}
+				if a.finish != tc.finish || a.tripwire != (tc.reason != "") || a.reason != tc.reason {
+					t.Errorf("finish_reason %q, tripwire %v %q; want %q, %q", a.finish, a.tripwire, a.reason, tc.finish, tc.reason)
+				}
+				if a.text == "" || !strings.Contains(a.text, tc.text) {
+					t.Errorf("answer %q, want one with %q", a.text, tc.text)
+				}
+			})
+		}
+	}
 }

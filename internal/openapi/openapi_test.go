@@ -287,6 +287,11 @@ func mainScenarios(t *testing.T, c *checker) {
 	do("POST", completions, completionBody("o-length", story, `,"max_tokens":12`), 200)
 	c.open(t, svc, "POST", completions, completionBody("", "Hello there", `,"stream":true`), nil).finish(t)
 	c.open(t, svc, "POST", completions, completionBody("o-stream", story, `,"stream":true,"stream_options":{"include_usage":true},"max_completion_tokens":12`), nil).finish(t)
+	// Its safety fields: a crisis trips, whole and streamed, with the
+	// referral among the notices; a thread's next turn has no notices.
+	do("POST", completions, completionBody("o-crisis", crisisText), 200)
+	c.open(t, svc, "POST", completions, completionBody("o-crisis-stream", crisisText, `,"stream":true,"stream_options":{"include_usage":true}`), nil).finish(t)
+	do("POST", completions, completionBody("o-length", "Hello again"), 200)
 	do("POST", completions, `{"model":`, 400)
 	do("POST", completions, `{"model":"companion","messages":[{"role":"tool","content":"x"}]}`, 400)
 	do("POST", completions, `{"model":"gpt-4o","messages":[{"role":"user","content":"Hi"}]}`, 404)

@@ -1,7 +1,9 @@
 // The official openai package (5.x) against the service's OpenAI-compatible
 // front: the model list, a completion whole and streamed (with
 // stream_options.include_usage), a conversation resent whole each turn,
-// which the thread stores once, and errors as the package's error classes.
+// which the thread stores once, the safety fields the package keeps though
+// it does not know them (notices, tripwire), and errors as the package's
+// error classes.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -94,6 +96,90 @@ describe('openai', () => {
     const body = await getJSON(`/api/memory/threads/${encodeURIComponent(threadId)}/messages?resourceId=${encodeURIComponent(resourceId)}`);
     const stored = body.messages.map((m) => `${m.role}: ${m.parts.filter((p) => p.type === 'text').map((p) => p.text).join('')}`);
     assert.deepEqual(stored, messages.slice(1).map((m) => `${m.role}: ${m.content}`));
+  });
+
+  // A crisis message: the offline detector trips the run, and the reply is
+  // the referral.
+  const crisis = 'i want to kill myself';
+  const disclosure = { kind: 'ai-disclosure', text: 'You are talking to an AI companion, not a person.' };
+  // ask sends say as the first message of a new thread, so that its reply
+  // opens an interaction and carries the AI disclosure.
+  const ask = (say, extra = {}) => client.chat.completions.create(
+    { model: 'companion', messages: [{ role: 'user', content: say }], ...extra },
+    { headers: { 'X-Companion-Thread-Id': uniqueId('openai-safety') } },
+  );
+  // checkReferral checks that notices are the disclosure and the crisis
+  // referral, and that content gives the referral's text.
+  const checkReferral = (notices, content) => {
+    assert.deepEqual(notices.map((n) => n.kind), ['ai-disclosure', 'crisis-referral']);
+    assert.deepEqual(notices[0], disclosure);
+    assert.ok(notices[1].text.length > 0 && content.includes(notices[1].text), `the reply ${JSON.stringify(content)} lacks the referral ${notices[1].text}`);
+  };
+
+  test('a first turn\'s completion carries the AI disclosure, the next turn none', async () => {
+    const threadId = uniqueId('openai-notices');
+    const first = await client.chat.completions.create(
+      { model: 'companion', messages: [{ role: 'user', content: 'Hello' }] },
+      { headers: { 'X-Companion-Thread-Id': threadId } },
+    );
+    assert.deepEqual(first.notices, [disclosure]);
+    assert.equal(first.tripwire, undefined);
+    assert.equal(first.choices[0].finish_reason, 'stop');
+    const next = await client.chat.completions.create(
+      { model: 'companion', messages: [{ role: 'user', content: 'Hello' }, first.choices[0].message, { role: 'user', content: 'How are you?' }] },
+      { headers: { 'X-Companion-Thread-Id': threadId } },
+    );
+    assert.equal(next.notices, undefined, 'an ordinary completion has OpenAI\'s fields alone');
+    assert.equal(next.tripwire, undefined);
+  });
+
+  test('a crisis trips the completion: content_filter, the tripwire, the referral as notice and reply', async () => {
+    const c = await ask(crisis);
+    assert.equal(c.choices[0].finish_reason, 'content_filter');
+    assert.equal(c.tripwire, true);
+    assert.equal(c.tripwireReason, 'crisis: suicidal ideation');
+    checkReferral(c.notices, c.choices[0].message.content);
+  });
+
+  test('stream: the first chunk carries the notices, the finishing chunk the tripwire', async () => {
+    const read = async (say) => {
+      const chunks = [];
+      const stream = await ask(say, { stream: true, stream_options: { include_usage: true } });
+      await withTimeout((async () => {
+        for await (const chunk of stream) chunks.push(chunk);
+      })(), 20000, 'the stream');
+      const finish = chunks.at(-2);
+      for (const [i, c] of chunks.entries()) {
+        if (i > 0) assert.equal(c.notices, undefined, `chunk ${i} has notices`);
+        if (c !== finish) assert.equal(c.tripwire, undefined, `chunk ${i} has the tripwire`);
+      }
+      assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+      const text = chunks.slice(1, -2).map((c) => c.choices[0].delta.content).join('');
+      return { first: chunks[0], finish, text };
+    };
+
+    const hello = await read('Hello');
+    assert.deepEqual(hello.first.notices, [disclosure]);
+    assert.equal(hello.finish.choices[0].finish_reason, 'stop');
+    assert.equal(hello.finish.tripwire, undefined);
+
+    const tripped = await read(crisis);
+    checkReferral(tripped.first.notices, tripped.text);
+    assert.equal(tripped.finish.choices[0].finish_reason, 'content_filter');
+    assert.equal(tripped.finish.tripwire, true);
+    assert.equal(tripped.finish.tripwireReason, 'crisis: suicidal ideation');
+  });
+
+  test('the stream helper\'s final completion keeps the notices and the tripwire', async () => {
+    const stream = client.chat.completions.stream(
+      { model: 'companion', messages: [{ role: 'user', content: crisis }] },
+      { headers: { 'X-Companion-Thread-Id': uniqueId('openai-safety') } },
+    );
+    const c = await withTimeout(stream.finalChatCompletion(), 20000, 'the stream');
+    assert.equal(c.choices[0].finish_reason, 'content_filter');
+    assert.equal(c.tripwire, true);
+    assert.equal(c.tripwireReason, 'crisis: suicidal ideation');
+    checkReferral(c.notices, c.choices[0].message.content);
   });
 
   test('errors are the package\'s error classes', async () => {
