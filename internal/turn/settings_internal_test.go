@@ -9,7 +9,13 @@ import (
 	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/apperr"
 	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/memory/postgres"
 )
+
+// PostgreSQL reads a turn's mark and working memory with the thread: a
+// change of its method's name must not quietly cost every turn a round
+// trip.
+var _ beginReader = (*postgres.Store)(nil)
 
 // settingsStore is a store that only knows resources' settings: minors
 // are marked, reads counts the reads, err fails them.
