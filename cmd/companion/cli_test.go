@@ -45,7 +45,7 @@ func TestCommandList(t *testing.T) {
 			t.Errorf("companion %q: status %d (%v), stdout %q, stderr %q; want %d, %q, %q", tc.args, exitCode(err), err, stdout, stderr, tc.exit, tc.stdout, tc.errs)
 		}
 	}
-	for _, cmd := range []string{"serve", "chat", "ask", "version", "help"} {
+	for _, cmd := range []string{"serve", "chat", "ask", "referrals", "minor", "version", "help"} {
 		if !regexp.MustCompile(`(?m)^  ` + cmd + ` +\S.*$`).MatchString(usage) {
 			t.Errorf("the command list has no line for %s:\n%s", cmd, usage)
 		}

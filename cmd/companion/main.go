@@ -4,6 +4,7 @@
 //	companion chat      talk with a running service in the terminal
 //	companion ask       send one message to a running service
 //	companion referrals print a running service's crisis referrals per day
+//	companion minor     read or set whether a resource is marked a minor
 //	companion version   print the version and commit (also --version)
 //
 // Alone, it lists the commands. Configuration comes from flags and
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return askCommand(ctx, args, getenv, stdout, stderr)
 	case "referrals":
 		return referralsCommand(ctx, args, getenv, stdout, stderr)
+	case "minor":
+		return minorCommand(ctx, args, getenv, stdout, stderr)
 	case "version", "-version", "--version":
 		v, c := buildInfo()
 		fmt.Fprintf(stdout, "companion %s (commit %s)\n", v, c)
@@ -79,6 +82,7 @@ Commands:
   chat      talk with a running service in the terminal
   ask       send one message to a running service and print the reply
   referrals print a running service's crisis referrals per day and locale
+  minor     read or set whether a running service has a resource marked a minor
   version   print the version and commit (also --version)
   help      print this list
 

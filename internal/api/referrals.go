@@ -17,3 +17,21 @@ type ReferralCount struct {
 	Locale string `json:"locale"`
 	Count  int64  `json:"count"`
 }
+
+// ResourceSafety is the body of GET and PUT
+// /api/safety/resources/{resourceId}: the safety setting stored for a
+// resource. Minor marks its user a minor, whatever a request says;
+// UpdatedAt is when it was last set, null when it never was.
+type ResourceSafety struct {
+	ResourceID string  `json:"resourceId"`
+	Minor      bool    `json:"minor"`
+	UpdatedAt  *string `json:"updatedAt"`
+}
+
+// ResourceSafetyUpdate is the body of PUT
+// /api/safety/resources/{resourceId}: minor true marks the resource's user
+// a minor, false clears the mark (with authentication on, only a
+// credential that may act for every resource may clear it). Required.
+type ResourceSafetyUpdate struct {
+	Minor *bool `json:"minor"`
+}

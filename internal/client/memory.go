@@ -77,7 +77,8 @@ func (c *Client) Search(ctx context.Context, resourceID, query string, limit int
 
 // EraseResource erases everything the service keeps about resourceID: its
 // threads and messages, what the companion knows of it, its usage
-// (DELETE /api/memory/resources/{resourceId}). It cannot be undone.
+// (DELETE /api/memory/resources/{resourceId}). It cannot be undone. A
+// mark as a minor stays (SetMinor clears it).
 func (c *Client) EraseResource(ctx context.Context, resourceID string) (*api.ResourceErased, error) {
 	if resourceID == "" {
 		return nil, errors.New("the resource to erase must be named")

@@ -31,6 +31,7 @@ func authService(t *testing.T, configure func(*app.Config)) *apptest.Service {
 		"key-alice alice",
 		"key-team alice,bob   # may act for either",
 		"key-admin *",
+		"key-teen teen minor # a minor's app",
 		"sha256:" + hex.EncodeToString(hashed[:]) + " carol",
 	}, "\n")
 	keyFile := filepath.Join(dir, "keys")
@@ -56,6 +57,16 @@ func token(t *testing.T, sub string, exp time.Time) string {
 		exp = time.Now().Add(time.Minute)
 	}
 	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": exp.Unix(), "iat": time.Now().Unix()}).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// minorToken is an HS256 token for sub that marks its user a minor.
+func minorToken(t *testing.T, sub string) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "minor": true, "exp": time.Now().Add(time.Minute).Unix(), "iat": time.Now().Unix()}).SignedString([]byte(secret))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +137,12 @@ func TestEveryRouteWithEveryCaller(t *testing.T) {
 			map[string]int{"alice key": 403, "team key": 403, "admin key": 200, "alice token": 403, "bob token": 403}},
 		{"delete a missing thread of alice", "DELETE", "/api/memory/threads/none?resourceId=alice", "",
 			map[string]int{"alice key": 404, "team key": 404, "admin key": 404, "alice token": 404, "bob token": 403}},
+		{"read alice's minor mark", "GET", "/api/safety/resources/alice", "",
+			map[string]int{"alice key": 200, "team key": 200, "admin key": 200, "alice token": 200, "bob token": 403}},
+		{"mark bob a minor", "PUT", "/api/safety/resources/bob", `{"minor":true}`,
+			map[string]int{"alice key": 403, "team key": 200, "admin key": 200, "alice token": 403, "bob token": 200}},
+		{"clear bob's minor mark", "PUT", "/api/safety/resources/bob", `{"minor":false}`,
+			map[string]int{"alice key": 403, "team key": 403, "admin key": 200, "alice token": 403, "bob token": 403}},
 		{"metrics", "GET", "/metrics", "",
 			map[string]int{"alice key": 200, "team key": 200, "admin key": 200, "alice token": 200, "bob token": 200}},
 	}

@@ -22,7 +22,7 @@ func (s *Server) browserSafety(next http.Handler) http.Handler {
 	allowed := s.cfg.CORSOrigins
 	c := cors.New(cors.Options{
 		AllowedOrigins:   allowed,
-		AllowedMethods:   []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete},
+		AllowedMethods:   []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders:   corsHeaders,
 		ExposedHeaders:   []string{"X-Request-Id", "Retry-After", "X-Run-Id"},
 		AllowCredentials: false,

@@ -319,7 +319,8 @@ func importText(raw json.RawMessage) (string, error) {
 }
 
 // handleEraseResource serves DELETE /api/memory/resources/{resourceId}:
-// everything kept about the resource, erased in one transaction.
+// everything kept about the resource, erased in one transaction, but its
+// mark as a minor (safety.go).
 func (s *Server) handleEraseResource() http.HandlerFunc {
 	return s.answerJSON(func(_ http.ResponseWriter, r *http.Request) (any, error) {
 		q, err := strictQuery(r.URL.RawQuery, "agentId")

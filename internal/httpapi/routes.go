@@ -67,6 +67,8 @@ func (s *Server) routes() chi.Router {
 			r.With(s.requireJSON).Post("/api/memory/save-messages", s.handleSaveMessages())
 			r.Delete("/api/memory/resources/{resourceId}", s.handleEraseResource())
 			r.Get("/api/safety/referrals", s.handleReferrals())
+			r.Get("/api/safety/resources/{resourceId}", s.handleGetResourceSafety())
+			r.With(s.requireJSON).Put("/api/safety/resources/{resourceId}", s.handleSetResourceSafety())
 		}
 	})
 	return r

@@ -36,6 +36,8 @@ type Threads interface {
 	Import(ctx context.Context, msgs []turn.ImportMessage) ([]turn.ImportMessage, error)
 	EraseResource(ctx context.Context, resourceID string) (memory.Erased, error)
 	Referrals(ctx context.Context, from, to string) (turn.ReferralReport, error)
+	ResourceSettings(ctx context.Context, resourceID string) (memory.ResourceSettings, error)
+	SetMinor(ctx context.Context, resourceID string, minor bool) (memory.ResourceSettings, error)
 }
 
 // answerJSON adapts a handler that returns a body or an error: the body

@@ -134,7 +134,9 @@ type Knowledge interface {
 	// EraseResource removes everything kept about resourceID, in one
 	// transaction: its threads and their messages, the search index of
 	// those, its working memories (the resource's, and its threads') with
-	// every version, and its usage rows.
+	// every version, and its usage rows. Its settings (ResourceSettings)
+	// stay: a safety setting must outlive an erasure the resource may ask
+	// for.
 	EraseResource(ctx context.Context, resourceID string) (Erased, error)
 }
 

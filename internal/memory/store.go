@@ -149,6 +149,14 @@ type Store interface {
 	// ReferralCounts returns the counts of the days from from to to
 	// (inclusive), oldest first, then by locale.
 	ReferralCounts(ctx context.Context, from, to string) ([]ReferralCount, error)
+	// ResourceSettings returns resourceID's settings: those of
+	// resourceID with nothing set (UpdatedAt zero) when none were ever
+	// set.
+	ResourceSettings(ctx context.Context, resourceID string) (ResourceSettings, error)
+	// SetResourceSettings stores rs as rs.ResourceID's settings, set at
+	// rs.UpdatedAt, in place of what was set before. EraseResource leaves
+	// them.
+	SetResourceSettings(ctx context.Context, rs ResourceSettings) error
 	// Ping checks that the database answers, holds the schema this build
 	// expects (every table with every column it reads) and takes a write;
 	// a store that cannot write returns a *WriteError, also while a write
@@ -167,6 +175,19 @@ type Store interface {
 // nothing and stores nothing.
 type LockBeginner interface {
 	LockBegin(ctx context.Context, t Thread, n int, ids []string, plan Plan) (Turn, Thread, []Message, error)
+}
+
+// BeginReads are reads a store may make in the exchange that takes and
+// begins a thread (as LockBeginner does), so that a turn has them without
+// a round trip of their own. Each, when not nil, names what to read and
+// receives it:
+type BeginReads struct {
+	// WorkingMemory names a working memory by Scope and Key, and receives
+	// it as Knowledge.WorkingMemory returns it.
+	WorkingMemory *WorkingMemory
+	// Settings names a resource by ResourceID, and receives its settings
+	// as Store.ResourceSettings returns them.
+	Settings *ResourceSettings
 }
 
 // Turn is a thread held for one turn: no other turn on the thread runs until

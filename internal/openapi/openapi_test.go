@@ -42,6 +42,7 @@ const (
 	savePath    = "/api/memory/save-messages"
 	resources   = "/api/memory/resources/"
 	referrals   = "/api/safety/referrals"
+	safetyOf    = "/api/safety/resources/"
 	berlin      = "What's the weather in Berlin?"
 	errorville  = "What's the weather in Errorville?"
 	story       = "Tell me a long story about the sea."
@@ -135,7 +136,7 @@ var untestable = []struct {
 }{
 	{[]string{"listAgents", "getAgent", "listModels", "chatCompletions", "generate", "stream", "chat", "resumeStream", "cancelRun", "listThreads", "getThread", "updateThread", "deleteThread", "listMessages", "getUsage",
 		"getWorkingMemory", "updateWorkingMemory", "listWorkingMemoryVersions", "restoreWorkingMemory", "searchMemory", "saveMessages", "eraseResource", "getReferrals",
-		"health", "ready", "metrics"}, 500,
+		"getResourceSafety", "setResourceSafety", "health", "ready", "metrics"}, 500,
 		"only a panic, which the router recovers, answers 500 on these routes: no request can cause one. (A reply that cannot be saved is the store's failure: generate answers 503, tested; a stream reports it in-band, as INTERNAL_ERROR, also tested.)"},
 	{[]string{"listAgents", "getAgent", "listModels", "cancelRun", "metrics"}, 503,
 		"only when the identity provider's signing keys cannot be fetched (a JWKS server down delays the start by 10 s), or when a run log shared through Redis fails"},
@@ -356,6 +357,18 @@ func mainScenarios(t *testing.T, c *checker) {
 	do("GET", referrals+"?from=2027-01-01&to=2027-12-31", "", 200)
 	do("GET", referrals+"?from=2027-12-31&to=2027-01-01", "", 400)
 	do("GET", referrals+"?from=July", "", 400)
+	// A resource's mark as a minor: none yet, set, cleared (anyone may
+	// without authentication); a body without it, of another type, too
+	// large or not JSON; a query that does not parse.
+	do("GET", safetyOf+resourceOne, "", 200)
+	do("PUT", safetyOf+resourceOne, `{"minor":true}`, 200)
+	do("GET", safetyOf+resourceOne, "", 200)
+	do("PUT", safetyOf+resourceOne, `{"minor":false}`, 200)
+	do("PUT", safetyOf+resourceOne, `{}`, 400)
+	do("PUT", safetyOf+resourceOne, `{"minor":"yes"}`, 400)
+	do("PUT", safetyOf+resourceOne, `{"minor":`+strings.Repeat(" ", 1<<20)+`true}`, 413)
+	do("PUT", safetyOf+resourceOne, `{"minor":true}`, 415, "Content-Type", "text/plain")
+	do("GET", safetyOf+resourceOne+"?a=1;b=2", "", 400)
 	do("GET", "/metrics", "", 200)
 }
 
@@ -388,6 +401,17 @@ func authScenarios(t *testing.T, c *checker) {
 	// The crisis referrals are of no resource: for a credential of every one.
 	res, b = c.do(t, svc, "GET", referrals, "", bearer)
 	want(t, res, b, 403)
+	// A resource's own credential may read and set its mark as a minor,
+	// not clear it; another resource's is refused.
+	for _, r := range []struct {
+		operation
+		status int
+	}{{operation{"GET", safetyOf + "user-1", ""}, 200}, {operation{"PUT", safetyOf + "user-1", `{"minor":true}`}, 200},
+		{operation{"PUT", safetyOf + "user-1", `{"minor":false}`}, 403}, {operation{"GET", safetyOf + "user-2", ""}, 403},
+		{operation{"PUT", safetyOf + "user-2", `{"minor":true}`}, 403}} {
+		res, b = c.do(t, svc, r.method, r.path, r.body, bearer)
+		want(t, res, b, r.status)
+	}
 	// The memory routes: another resource's working memory, search,
 	// import and erasure are refused.
 	for _, r := range []operation{{"GET", threads + "/a-2/working-memory?resourceId=user-2", ""},
@@ -435,6 +459,8 @@ func everyOperation(thread, run string) []operation {
 		{"POST", savePath, saveBody(thread, resourceOne, "Hi")},
 		{"DELETE", resources + resourceOne, ""},
 		{"GET", referrals, ""},
+		{"GET", safetyOf + resourceOne, ""},
+		{"PUT", safetyOf + resourceOne, `{"minor":true}`},
 		{"GET", "/health", ""},
 		{"GET", "/ready", ""},
 		{"GET", "/metrics", ""},
@@ -475,7 +501,8 @@ func slowBodyScenarios(t *testing.T, c *checker) {
 	svc := apptest.Start(t, func(cfg *app.Config) { cfg.Limits.BodyReadTimeout = 200 * time.Millisecond })
 	addr := strings.TrimPrefix(svc.URL, "http://")
 	for _, r := range []operation{{"POST", generate, ""}, {"POST", streamPath, ""}, {"POST", chatPath, ""}, {"POST", completions, ""}, {"PATCH", threads + "/slow" + owned, ""},
-		{"POST", threads + "/slow/working-memory" + owned, ""}, {"POST", threads + "/slow/working-memory/restore" + owned, ""}, {"POST", savePath, ""}} {
+		{"POST", threads + "/slow/working-memory" + owned, ""}, {"POST", threads + "/slow/working-memory/restore" + owned, ""}, {"POST", savePath, ""},
+		{"PUT", safetyOf + resourceOne, ""}} {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
@@ -667,7 +694,8 @@ func storeScenarios(t *testing.T, c *checker) {
 		{"GET", threads + "/kept/working-memory" + owned, ""}, {"POST", threads + "/kept/working-memory" + owned, `{"workingMemory":"- Sister: Ana"}`},
 		{"GET", threads + "/kept/working-memory/versions" + owned, ""}, {"POST", threads + "/kept/working-memory/restore" + owned, `{"version":1}`},
 		{"GET", searchPath + owned + "&searchQuery=hi", ""}, {"POST", savePath, saveBody("kept", resourceOne, "Hi")},
-		{"DELETE", resources + resourceOne, ""}, {"GET", referrals, ""}} {
+		{"DELETE", resources + resourceOne, ""}, {"GET", referrals, ""},
+		{"GET", safetyOf + resourceOne, ""}, {"PUT", safetyOf + resourceOne, `{"minor":true}`}} {
 		res, b := c.do(t, svc, r.method, r.path, r.body, nil)
 		want(t, res, b, 503)
 	}

@@ -259,7 +259,8 @@ func (t *Threads) Import(ctx context.Context, msgs []ImportMessage) ([]ImportMes
 }
 
 // EraseResource erases everything kept about resourceID: its threads and
-// messages, the recall index, working memory and its versions, usage.
+// messages, the recall index, working memory and its versions, usage. Its
+// mark as a minor stays (settings.go).
 func (t *Threads) EraseResource(ctx context.Context, resourceID string) (memory.Erased, error) {
 	if resourceID == "" {
 		return memory.Erased{}, apperr.New(apperr.Invalid, "resourceId is required: name the resource whose memory to erase")

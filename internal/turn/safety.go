@@ -35,7 +35,11 @@ type InputProcessor interface {
 type ProcessInput struct {
 	ResourceID string
 	Locale     string
-	Minor      bool
+	// Minor is what the request says (a credential's mark, the request's
+	// metadata): input processors run before the thread is taken, with
+	// which a resource's stored mark is read (settings.go), so a resource
+	// marked a minor in the store alone is not one here yet.
+	Minor bool
 }
 
 // InteractionGap is how long a thread stays quiet before its next message

@@ -1,19 +1,25 @@
 package turn_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
+	"github.com/companionhq/companion/internal/agent"
 	"github.com/companionhq/companion/internal/api"
 	"github.com/companionhq/companion/internal/app"
 	"github.com/companionhq/companion/internal/app/apptest"
+	"github.com/companionhq/companion/internal/memory"
+	"github.com/companionhq/companion/internal/model/fake"
 	"github.com/companionhq/companion/internal/safety"
+	"github.com/companionhq/companion/internal/turn"
 )
 
 // withMeta is a run request whose runtimeContext.metadata is meta (JSON).
@@ -204,4 +210,59 @@ func TestCrisisReplyModel(t *testing.T) {
 	if _, report := c.do("GET", "/api/safety/referrals", ""); !strings.Contains(string(report), `"total":1`) {
 		t.Fatalf("not counted: %s", report)
 	}
+}
+
+// TestStoredMinor: a resource marked a minor in the store is one though
+// its requests do not say so: a continuing conversation gets the break
+// reminder once its interval has passed, and a reply that turns sexually
+// explicit is stopped; another resource's turns get neither. The mark is
+// read with the thread where the store can (PostgreSQL) and on its own
+// where it cannot (here, behind a wrapper that hides the store's type).
+func TestStoredMinor(t *testing.T) {
+	apptest.EachDatabase(t, func(t *testing.T, db string) {
+		for _, hidden := range []bool{false, true} {
+			t.Run(fmt.Sprint("hidden=", hidden), func(t *testing.T) {
+				var store memory.Store
+				c := serveWith(t, db, fake.New(fake.Options{}), func(s memory.Store) memory.Store {
+					store = s
+					if hidden {
+						return struct{ memory.Store }{s}
+					}
+					return s
+				}, func(cfg *turn.Config) {
+					cfg.Safety = turn.SafetyConfig{Disclosure: "AI", DisclosureInterval: time.Hour, BreakReminder: "Take a break.",
+						BreakReminderInterval: time.Microsecond, MinorOutput: []agent.OutputProcessor{safety.MinorContent{}}}
+				})
+				if err := store.SetResourceSettings(context.Background(), memory.ResourceSettings{ResourceID: "teen", Minor: true, UpdatedAt: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+				kinds := func(g api.GenerateResponse) string {
+					var ks []string
+					for _, n := range g.Notices {
+						ks = append(ks, n.Kind)
+					}
+					return strings.Join(ks, " ")
+				}
+				// The subtests share the database: threads of their own.
+				th := func(id string) string { return fmt.Sprintf("%s-%v", id, hidden) }
+				for _, r := range []struct {
+					resource, later string
+				}{{"teen", "break-reminder"}, {"adult", ""}} {
+					if g := c.generate(th("t-"+r.resource), r.resource, "Hi there."); kinds(g) != "ai-disclosure" {
+						t.Fatalf("%s's first turn: notices %q", r.resource, kinds(g))
+					}
+					if g := c.generate(th("t-"+r.resource), r.resource, "Can you help me with my homework?"); kinds(g) != r.later {
+						t.Fatalf("%s's next turn: notices %q, want %q", r.resource, kinds(g), r.later)
+					}
+				}
+				ask := "Remember that I want to talk about lingerie."
+				if g := c.generate(th("t2-teen"), "teen", ask); !g.Tripwire || g.TripwireReason != "minor-content: sexual content in a reply to a minor" {
+					t.Fatalf("a stored minor's reply: tripwire %v %q, text %q", g.Tripwire, g.TripwireReason, g.Text)
+				}
+				if g := c.generate(th("t2-adult"), "adult", ask); g.Tripwire || !strings.Contains(g.Text, "lingerie") {
+					t.Fatalf("an adult's reply: tripwire %v, text %q", g.Tripwire, g.Text)
+				}
+			})
+		}
+	})
 }

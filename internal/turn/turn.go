@@ -158,9 +158,11 @@ type State struct {
 	Thread memory.Thread
 	held   memory.Turn
 	tail   []memory.Message
-	// wm is working memory when the store read it as it took the thread
-	// (workingMemoryBeginner), for the step that shows it.
-	wm *memory.WorkingMemory
+	// wm is working memory, and settings the resource's settings, when
+	// the store read them as it took the thread (beginReader), for the
+	// steps that use them.
+	wm       *memory.WorkingMemory
+	settings *memory.ResourceSettings
 	// trip is an input processor's (guard), nil when none tripped.
 	trip *agent.Trip
 	// queryVec receives the new message's vector, for recall, when an
@@ -236,6 +238,9 @@ func New(cfg Config) (*Turns, error) {
 		// Started early, so that it may have answered by recall.
 		{"embed the question", t.startQueryVector},
 		{"take the thread", t.take},
+		// After the take, which may have read the resource's mark with
+		// the thread; before the notices, which a minor's differ in.
+		{"know a minor", t.knowMinor},
 		{"tell the notices", t.notify},
 		{"show working memory", t.workingMemory},
 		{"recall earlier conversations", t.recall},
@@ -410,19 +415,37 @@ func (t *Turns) take(ctx context.Context, s *State) error {
 	return nil
 }
 
-// lockBegin is memory.LockAndBegin; working memory is read in the same
-// round trip where the store can (workingMemoryBeginner), into s.wm.
+// lockBegin is memory.LockAndBegin. Where the store can (beginReader), it
+// reads in the same round trip working memory, into s.wm, and the
+// resource's settings when the turn needs them (asksMinor), into
+// s.settings.
 func (t *Turns) lockBegin(ctx context.Context, s *State, tmpl memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, error) {
-	if wb, ok := t.cfg.Store.(workingMemoryBeginner); ok && !t.cfg.WorkingMemory.Off {
-		scope, key := t.cfg.WorkingMemory.key(s.In.ThreadID, s.In.ResourceID)
-		turn, th, _, wm, err := wb.LockBeginWorkingMemory(ctx, tmpl, n, ids, plan, scope, key)
-		if err == nil {
-			s.wm = &wm
-		}
+	br, ok := t.cfg.Store.(beginReader)
+	if !ok {
+		turn, th, _, err := memory.LockAndBegin(ctx, t.cfg.Store, tmpl, n, ids, plan)
 		return turn, th, err
 	}
-	turn, th, _, err := memory.LockAndBegin(ctx, t.cfg.Store, tmpl, n, ids, plan)
+	var reads memory.BeginReads
+	if !t.cfg.WorkingMemory.Off {
+		scope, key := t.cfg.WorkingMemory.key(s.In.ThreadID, s.In.ResourceID)
+		reads.WorkingMemory = &memory.WorkingMemory{Scope: scope, Key: key}
+	}
+	if asksMinor(s.In) {
+		reads.Settings = &memory.ResourceSettings{ResourceID: s.In.ResourceID}
+	}
+	turn, th, _, err := br.LockBeginReading(ctx, tmpl, n, ids, plan, reads)
+	if err == nil {
+		s.wm, s.settings = reads.WorkingMemory, reads.Settings
+	}
 	return turn, th, err
+}
+
+// beginReader is a store that makes a turn's reads (working memory, the
+// resource's settings) in the round trip that takes and begins a thread
+// (memory.LockAndBegin): PostgreSQL, where that saves a turn a round trip
+// each, the most of the service's CPU a read costs.
+type beginReader interface {
+	LockBeginReading(ctx context.Context, t memory.Thread, n int, ids []string, plan memory.Plan, reads memory.BeginReads) (memory.Turn, memory.Thread, []memory.Message, error)
 }
 
 // takeBusy takes the turn of a busy thread: its owner is read first, so

@@ -429,12 +429,4 @@ func (t *Turns) workingMemory(ctx context.Context, s *State) error {
 	return nil
 }
 
-// workingMemoryBeginner is a store that reads working memory scope and
-// key in the round trip that takes and begins a thread
-// (memory.LockAndBegin), after it is taken: PostgreSQL, where that saves
-// a turn a round trip, the most of the service's CPU a read costs.
-type workingMemoryBeginner interface {
-	LockBeginWorkingMemory(ctx context.Context, t memory.Thread, n int, ids []string, plan memory.Plan, scope, key string) (memory.Turn, memory.Thread, []memory.Message, memory.WorkingMemory, error)
-}
-
 var _ agent.Tool = (*workingMemoryTool)(nil)

@@ -74,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ThreadBytesCountItsMessages", func(t *testing.T) { t.Parallel(); testThreadBytes(t, h) })
 	t.Run("TokenUsagePerResourceAndDay", func(t *testing.T) { t.Parallel(); testUsage(t, h) })
 	t.Run("CrisisReferralsPerDayAndLocale", func(t *testing.T) { t.Parallel(); testReferrals(t, h) })
+	t.Run("ResourceSettingsOutliveErasure", func(t *testing.T) { t.Parallel(); testResourceSettings(t, h) })
 	t.Run("PingChecksTheSchema", func(t *testing.T) { t.Parallel(); testPing(t, h) })
 	t.Run("BeginStoresATurnInOneTransaction", func(t *testing.T) { t.Parallel(); testBegin(t, h) })
 	t.Run("AnswerEndsTheTurn", func(t *testing.T) { t.Parallel(); testAnswerEndsTurn(t, h) })

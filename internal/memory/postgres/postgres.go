@@ -203,6 +203,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	b.Queue(`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`)
 	b.Queue(`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`)
 	b.Queue(`SELECT day, locale, count FROM crisis_referrals LIMIT 1`)
+	b.Queue(`SELECT resource_id, minor, updated_at FROM resource_settings LIMIT 1`)
 	b.Queue(`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`)
 	b.Queue(`SELECT thread_id, seq, resource_id, doc FROM message_search LIMIT 1`)
 	if err := s.pool.SendBatch(ctx, &b).Close(); err != nil {
@@ -635,25 +636,14 @@ func (t *turn) Begin(ctx context.Context, th memory.Thread, n int, ids []string,
 // back. A round trip and a transaction less than Lock and Begin; the lease
 // commits with the turn's first messages, waiting for the disk as they do.
 func (s *Store) LockBegin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan) (memory.Turn, memory.Thread, []memory.Message, error) {
-	t, cur, out, err := s.lockBegin(ctx, th, n, ids, plan, nil)
-	return t, cur, out, err
+	return s.LockBeginReading(ctx, th, n, ids, plan, memory.BeginReads{})
 }
 
-// LockBeginWorkingMemory is LockBegin that reads working memory scope and
-// key too (as WorkingMemory does), in the batch of Begin's reads: a turn
-// that shows working memory saves a round trip.
-func (s *Store) LockBeginWorkingMemory(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, scope, key string) (memory.Turn, memory.Thread, []memory.Message, memory.WorkingMemory, error) {
-	wm := memory.WorkingMemory{Scope: scope, Key: key}
-	t, cur, out, err := s.lockBegin(ctx, th, n, ids, plan, &wm)
-	if err != nil {
-		return nil, cur, nil, memory.WorkingMemory{}, err
-	}
-	return t, cur, out, wm, nil
-}
-
-// lockBegin is LockBegin; with wm, it reads wm.Scope and wm.Key's working
-// memory into wm.
-func (s *Store) lockBegin(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, wm *memory.WorkingMemory) (memory.Turn, memory.Thread, []memory.Message, error) {
+// LockBeginReading is LockBegin that makes reads too (working memory as
+// WorkingMemory reads it, a resource's settings as ResourceSettings does),
+// in the batch of Begin's reads: a turn that needs them saves a round
+// trip each. On an error, what reads holds is not to be used.
+func (s *Store) LockBeginReading(ctx context.Context, th memory.Thread, n int, ids []string, plan memory.Plan, reads memory.BeginReads) (memory.Turn, memory.Thread, []memory.Message, error) {
 	release, err := s.acquire(ctx, th.ID, 0)
 	if err != nil {
 		return nil, th, nil, err
@@ -665,7 +655,7 @@ func (s *Store) lockBegin(ctx context.Context, th memory.Thread, n int, ids []st
 			release()
 		}
 	}()
-	cur, out, err := t.begin(ctx, th, n, ids, plan, beginWith{take: true, wm: wm})
+	cur, out, err := t.begin(ctx, th, n, ids, plan, beginWith{take: true, reads: reads})
 	if errors.Is(err, errLeaseLost) {
 		return nil, cur, nil, fmt.Errorf("thread %q: %w", th.ID, memory.ErrBusy)
 	}
@@ -678,10 +668,10 @@ func (s *Store) lockBegin(ctx context.Context, th memory.Thread, n int, ids []st
 }
 
 // beginWith is what begin does besides Begin's: take, the lease
-// (LockBegin); wm, read working memory (LockBeginWorkingMemory).
+// (LockBegin); reads, those of LockBeginReading.
 type beginWith struct {
-	take bool
-	wm   *memory.WorkingMemory
+	take  bool
+	reads memory.BeginReads
 }
 
 // begin is Begin, and what with asks besides.
@@ -712,11 +702,17 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			b.Queue(threadSQL, t.id)
 			b.Queue(tailSQL, t.id, max(n, 0))
 			b.Queue(knownSQL, t.id, ids)
-			if with.wm != nil {
-				b.Queue(currentWorkingMemorySQL, with.wm.Scope, with.wm.Key)
+			wm, rs := with.reads.WorkingMemory, with.reads.Settings
+			if wm != nil {
+				b.Queue(currentWorkingMemorySQL, wm.Scope, wm.Key)
+			}
+			if rs != nil {
+				b.Queue(resourceSettingsSQL, rs.ResourceID)
 			}
 			var tail []memory.Message
 			var known map[string]bool
+			var wmRead memory.WorkingMemory
+			var rsRead memory.ResourceSettings
 			err := readBatch(conn.SendBatch(ctx, &b), func(br pgx.BatchResults) error {
 				if _, err := br.Exec(); err != nil {
 					return err
@@ -744,14 +740,22 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 					return err
 				}
 				slices.Reverse(tail)
-				if known, err = collectKnown(br.Query()); err != nil || with.wm == nil {
+				if known, err = collectKnown(br.Query()); err != nil {
 					return err
 				}
-				wm, err := scanCurrentWorkingMemory(br.QueryRow(), with.wm.Scope, with.wm.Key)
-				if err == nil {
-					*with.wm = wm
+				// Read into copies: a try again after a lost connection
+				// (retryLost) queues what wm and rs name.
+				if wm != nil {
+					if wmRead, err = scanCurrentWorkingMemory(br.QueryRow(), wm.Scope, wm.Key); err != nil {
+						return err
+					}
 				}
-				return err
+				if rs != nil {
+					if rsRead, err = scanResourceSettings(br.QueryRow(), rs.ResourceID); err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 			if err != nil {
 				return err
@@ -760,8 +764,16 @@ func (t *turn) begin(ctx context.Context, th memory.Thread, n int, ids []string,
 			if err != nil {
 				return err
 			}
-			out, err = appendCommit(ctx, conn, t.id, msgs)
-			return err
+			if out, err = appendCommit(ctx, conn, t.id, msgs); err != nil {
+				return err
+			}
+			if wm != nil {
+				*wm = wmRead
+			}
+			if rs != nil {
+				*rs = rsRead
+			}
+			return nil
 		})
 	})
 	if err != nil {

@@ -64,13 +64,13 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 11 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 12 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES (99, 'future')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (11)") {
+	if _, err := postgres.Open(ctx, url); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (12)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
@@ -962,25 +962,34 @@ func TestSearchReadsABoundedShare(t *testing.T) {
 	}
 }
 
-// TestLockBeginWorkingMemory: the working memory LockBeginWorkingMemory
-// reads with the thread is WorkingMemory's (the current version, or
-// Version 0 before any), and a busy thread is refused as by LockBegin.
-func TestLockBeginWorkingMemory(t *testing.T) {
+// TestLockBeginReading: the working memory and the resource's settings
+// LockBeginReading reads with the thread are WorkingMemory's (the current
+// version, or Version 0 before any) and ResourceSettings' (nothing set
+// before any), and a busy thread is refused as by LockBegin.
+func TestLockBeginReading(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t, "")
 	th := func(id string) memory.Thread {
 		return memory.Thread{ID: id, ResourceID: "r", Metadata: json.RawMessage(`{}`), CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	}
 	nothing := func(memory.Thread, []memory.Message, map[string]bool) ([]memory.Message, error) { return nil, nil }
+	reads := func() (memory.BeginReads, *memory.WorkingMemory, *memory.ResourceSettings) {
+		wm, rs := &memory.WorkingMemory{Scope: memory.ScopeResource, Key: "r"}, &memory.ResourceSettings{ResourceID: "r"}
+		return memory.BeginReads{WorkingMemory: wm, Settings: rs}, wm, rs
+	}
 
-	turn, _, _, wm, err := s.LockBeginWorkingMemory(ctx, th("a"), 10, nil, nothing, memory.ScopeResource, "r")
+	r, wm, rs := reads()
+	turn, _, _, err := s.LockBeginReading(ctx, th("a"), 10, nil, nothing, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if wm.Version != 0 || wm.Scope != memory.ScopeResource || wm.Key != "r" || wm.Content != "" {
 		t.Fatalf("before any version: %+v", wm)
 	}
-	if _, _, _, _, err := s.LockBeginWorkingMemory(ctx, th("a"), 10, nil, nothing, memory.ScopeResource, "r"); !errors.Is(err, memory.ErrBusy) {
+	if *rs != (memory.ResourceSettings{ResourceID: "r"}) {
+		t.Fatalf("before any settings: %+v", rs)
+	}
+	if _, _, _, err := s.LockBeginReading(ctx, th("a"), 10, nil, nothing, memory.BeginReads{}); !errors.Is(err, memory.ErrBusy) {
 		t.Fatalf("a held thread: %v, want ErrBusy", err)
 	}
 	turn.Unlock()
@@ -991,16 +1000,37 @@ func TestLockBeginWorkingMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := s.SetResourceSettings(ctx, memory.ResourceSettings{ResourceID: "r", Minor: true, UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	want, err := s.WorkingMemory(ctx, memory.ScopeResource, "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn, _, _, wm, err = s.LockBeginWorkingMemory(ctx, th("b"), 10, nil, nothing, memory.ScopeResource, "r")
+	wantRS, err := s.ResourceSettings(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, wm, rs = reads()
+	turn, _, _, err = s.LockBeginReading(ctx, th("b"), 10, nil, nothing, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer turn.Unlock()
-	if wm.Version != 2 || !reflect.DeepEqual(wm, want) {
-		t.Fatalf("LockBeginWorkingMemory read %+v, WorkingMemory %+v", wm, want)
+	if wm.Version != 2 || !reflect.DeepEqual(*wm, want) {
+		t.Fatalf("LockBeginReading read %+v, WorkingMemory %+v", wm, want)
+	}
+	if !rs.Minor || !reflect.DeepEqual(*rs, wantRS) {
+		t.Fatalf("LockBeginReading read %+v, ResourceSettings %+v", rs, wantRS)
+	}
+	// One read alone.
+	rs = &memory.ResourceSettings{ResourceID: "r"}
+	turn2, _, _, err := s.LockBeginReading(ctx, th("c"), 10, nil, nothing, memory.BeginReads{Settings: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn2.Unlock()
+	if !reflect.DeepEqual(*rs, wantRS) {
+		t.Fatalf("the settings alone: %+v, want %+v", rs, wantRS)
 	}
 }

@@ -79,9 +79,10 @@ type Store struct {
 	// SearchVectors's statements (vectors.go).
 	stVectors, stVectorHit *sql.Stmt
 	search                 searchStatements
-	// stWorkingMemory reads the current version of a working memory, which
-	// every turn does (knowledge.go).
-	stWorkingMemory *sql.Stmt
+	// stWorkingMemory reads the current version of a working memory, and
+	// stResourceSettings a resource's settings, which every turn does
+	// (knowledge.go, settings.go).
+	stWorkingMemory, stResourceSettings *sql.Stmt
 	// The writer's savepoints (writer.go), one at a time, under one name.
 	stSavepoint, stRelease, stRollbackTo *sql.Stmt
 	// The writes commit in groups, led by one of their writers
@@ -219,6 +220,7 @@ func (s *Store) prepare(ctx context.Context) error {
 		{&s.stVectors, vectorsSQL},
 		{&s.stVectorHit, vectorHitSQL},
 		{&s.stWorkingMemory, currentWorkingMemorySQL},
+		{&s.stResourceSettings, resourceSettingsSQL},
 		{&s.stSavepoint, `SAVEPOINT w`},
 		{&s.stRelease, `RELEASE w`},
 		{&s.stRollbackTo, `ROLLBACK TO w`},
@@ -360,6 +362,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		`SELECT resource_id, day, tokens, cost FROM usage LIMIT 1`,
 		`SELECT resource_id, day, thread_id, tokens, cost FROM thread_usage LIMIT 1`,
 		`SELECT day, locale, count FROM crisis_referrals LIMIT 1`,
+		`SELECT resource_id, minor, updated_at FROM resource_settings LIMIT 1`,
 		`SELECT ` + workingMemoryCols + ` FROM working_memory LIMIT 1`,
 		`SELECT rowid FROM messages_fts WHERE messages_fts MATCH '{res text near}: ping' LIMIT 1`,
 	} {

@@ -76,7 +76,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.SchemaVersion(ctx)
-	if err != nil || v != 8 {
+	if err != nil || v != 9 {
 		t.Fatalf("schema version %d, %v", v, err)
 	}
 	// The settings every connection needs.
@@ -91,7 +91,7 @@ func TestMigrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (8)") {
+	if _, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "schema is at version 99, newer than this build knows (9)") {
 		t.Fatalf("opening a newer schema: %v", err)
 	}
 }
