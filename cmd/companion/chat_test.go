@@ -431,7 +431,7 @@ func TestChatMemory(t *testing.T) {
 
 	// Anything but yes keeps it all.
 	cg.say(t, "/forget")
-	cg.waitFor(t, "This erases everything kept about u1: every thread, every message, and what the companion knows of you. It cannot be undone. Type yes to go on.\n")
+	cg.waitFor(t, "This erases everything kept about u1: every thread, every message, and what the companion knows of you (a safety setting the operator made, such as a minor's mark, stays). It cannot be undone. Type yes to go on.\n")
 	cg.say(t, "no")
 	cg.waitFor(t, "nothing was forgotten\n")
 	if got := rolesOf(messagesOf(t, svc.URL, "t1", "u1")); got != "user assistant" {

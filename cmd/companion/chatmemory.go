@@ -194,7 +194,7 @@ func (ch *chat) forget(ctx context.Context) (quit bool) {
 		ch.note(styleRed, "error: /forget erases the memory of the resource the chat is for: start the chat with --resource (or COMPANION_RESOURCE)")
 		return false
 	}
-	ch.note(styleYellow, fmt.Sprintf("This erases everything kept about %s: every thread, every message, and what the companion knows of you. It cannot be undone. Type yes to go on.", rid))
+	ch.note(styleYellow, fmt.Sprintf("This erases everything kept about %s: every thread, every message, and what the companion knows of you (a safety setting the operator made, such as a minor's mark, stays). It cannot be undone. Type yes to go on.", rid))
 	answer, err := ch.readLine("forget everything? ")
 	if err != nil || !strings.EqualFold(strings.TrimSpace(answer), "yes") {
 		ch.note(styleDim, "nothing was forgotten")

@@ -631,7 +631,7 @@ async function forget() {
     return;
   }
   const sure = window.confirm(
-    `Forget everything kept about ${rid}? Every conversation and what the companion knows about you are erased for good.`,
+    `Forget everything kept about ${rid}? Every conversation and what the companion knows about you are erased for good (a safety setting the operator made, such as a minor's mark, stays).`,
   );
   if (!sure) {
     memoryStatus('Nothing was forgotten.');
