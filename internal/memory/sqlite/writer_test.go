@@ -392,9 +392,11 @@ func TestLogStaysBounded(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	// The log passes its limit by what is committed until the next
-	// checkpoint sees it: 2 to 5 MB here, at a hundred megabytes a second;
-	// without the restarts it grew by every commit, about 85 MB.
-	if largest > 8*limit {
+	// checkpoint sees it: 2 to 5 MB here, at a hundred megabytes a second,
+	// and up to 19 MB on a machine busy with other work, where the
+	// checkpoints wait for a core; without the restarts it grew by every
+	// commit, about 85 MB. The bound is a third of that.
+	if largest > 14*limit {
 		t.Errorf("the write-ahead log reached %d bytes, its limit is %d", largest, limit)
 	}
 	t.Logf("the write-ahead log reached %d bytes (limit %d)", largest, limit)
