@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	fakeopenai "github.com/companionhq/companion/fakes/openai"
 	"github.com/companionhq/companion/fakes/upstream"
 	"github.com/companionhq/companion/internal/api"
@@ -414,17 +412,6 @@ func TestOpenAILimitsAndFailures(t *testing.T) {
 
 // minorStop ends a minor's reply that the minor-content processor stopped.
 const minorStop = "\n\nI can't continue with that. Let's talk about something else."
-
-// minorToken is a token of a user marked a minor.
-func minorToken(t *testing.T, sub string) string {
-	t.Helper()
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "minor": true,
-		"exp": time.Now().Add(time.Hour).Unix()}).SignedString([]byte(secret))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 // TestOpenAIUser: a completion's user is who the request says, as on the
 // other routes: a minor's credential brings the minors' rules, and
