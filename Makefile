@@ -72,10 +72,11 @@ bench-streams:
 bench-recall:
 	$(GO) run ./tools/benchrecall $(BENCH_FLAGS)
 
-## eval-safety: the crisis detector on its labelled set: recall and false trips per kind, misses listed; EVAL_SAFETY_FLAGS adds
+## eval-safety: the crisis detector on its held-out sets: recall and false trips per kind, misses listed; fails under the targets
+## (recall 0.95, false trips 0.05, the sets together); EVAL_SAFETY_FLAGS adds
 ## -set FILE (another set, same format), -guard-url URL -guard-model NAME -guard-key KEY (a moderation endpoint as second opinion)
 eval-safety:
-	$(GO) run ./tools/evalsafety -guard-fake $(EVAL_SAFETY_FLAGS)
+	$(GO) run ./tools/evalsafety -guard-fake -min-recall 0.95 -max-false-trips 0.05 $(EVAL_SAFETY_FLAGS)
 
 ## load: the k6 scripts (deploy/k6; k6 built into bin/ when missing) against a local service on the fake model
 load:

@@ -2,14 +2,15 @@
 // on a labelled set and prints its recall and false-trip rate.
 //
 //	go run ./tools/evalsafety [-set FILE[,FILE]] [-guard-fake | -guard-url URL -guard-model NAME [-guard-key KEY] [-guard-chat]]
+//	                          [-min-recall R] [-max-false-trips F]
 //
 // The set is JSON lines, one message a line:
 //
 //	{"text": "...", "label": "crisis"|"safe", "kind": "suicidal-ideation"|"self-harm"|"", "note": "..."}
 //
-// by default the package's held-out set (internal/safety/crisis/testdata/final.jsonl, written blind and never trained on);
-// -set gives another of the same format, or several separated by commas,
-// each measured on its own. It prints recall per kind and
+// by default the package's held-out sets (internal/safety/crisis/testdata/final*.jsonl, each written blind and never
+// trained on), each measured on its own and then together; -set gives
+// another of the same format, or several separated by commas. It prints recall per kind and
 // overall, the false-trip rate overall and per kind found, and lists the
 // misses and the false trips. With a guard it also asks the guard about
 // every message and prints the figures of the detector or the guard, as a
@@ -34,9 +35,14 @@ import (
 
 func main() { gotool.Main("evalsafety", run) }
 
-// defaultSet is the package's held-out set, from the module's root:
-// written blind, never trained or tuned on.
-const defaultSet = "internal/safety/crisis/testdata/final.jsonl"
+// defaultSets are the package's held-out sets, from the module's root:
+// each written blind, by a writer who saw neither the detector nor the
+// other sets, and never trained on.
+var defaultSets = []string{
+	"internal/safety/crisis/testdata/final.jsonl",
+	"internal/safety/crisis/testdata/final2.jsonl",
+	"internal/safety/crisis/testdata/final3.jsonl",
+}
 
 // config is the command line.
 type config struct {
@@ -46,18 +52,23 @@ type config struct {
 	guardKey   string
 	guardChat  bool
 	guardFake  bool
+	// minRecall and maxFalse, when set, fail the run when the detector
+	// alone, over every set together, finds less or trips more.
+	minRecall, maxFalse float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("evalsafety", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.set, "set", "", "labelled set, JSON lines, or several separated by commas (default: the crisis package's "+defaultSet+")")
+	fs.StringVar(&c.set, "set", "", "labelled set, JSON lines, or several separated by commas (default: the crisis package's held-out sets, "+strings.Join(defaultSets, ",")+")")
 	fs.StringVar(&c.guardURL, "guard-url", "", "base URL of an OpenAI-compatible moderation endpoint (POST {url}/v1/moderations), as a second opinion")
 	fs.StringVar(&c.guardModel, "guard-model", "", "model the guard is asked with")
 	fs.StringVar(&c.guardKey, "guard-key", "", "bearer key of the guard, if it needs one")
 	fs.BoolVar(&c.guardChat, "guard-chat", false, "the guard is a guard model (Llama Guard's answers) behind /v1/chat/completions, not a moderation endpoint")
 	fs.BoolVar(&c.guardFake, "guard-fake", false, "the guard is the fake upstream's guard model, in process (offline)")
+	fs.Float64Var(&c.minRecall, "min-recall", 0, "fail when the detector alone, over every set together, has a lower recall")
+	fs.Float64Var(&c.maxFalse, "max-false-trips", 1, "fail when the detector alone, over every set together, trips more safe messages than this share")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: evalsafety [flags]\n\nMeasures the crisis detector on a labelled set; prints recall and false trips.")
 		fs.PrintDefaults()
@@ -83,13 +94,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	path := cfg.set
-	if path == "" {
+	paths := strings.Split(cfg.set, ",")
+	if cfg.set == "" {
 		root, err := gotool.ModuleRoot(ctx)
 		if err != nil {
 			return err
 		}
-		path = filepath.Join(root, defaultSet)
+		paths = nil
+		for _, p := range defaultSets {
+			paths = append(paths, filepath.Join(root, p))
+		}
 	}
 	var g guard
 	switch {
@@ -101,8 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer stop()
 	}
 	d := crisis.New()
-	// Several sets, comma-separated, are measured one after the other.
-	for _, p := range strings.Split(path, ",") {
+	// Several sets are measured one after the other, then together.
+	all := results{guard: g != nil}
+	for _, p := range paths {
 		set, err := crisisset.Read(p)
 		if err != nil {
 			return err
@@ -112,6 +127,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		report(stdout, p, res)
+		all.outcomes = append(all.outcomes, res.outcomes...)
+	}
+	f := count(all, false)
+	if len(paths) > 1 {
+		fmt.Fprintf(stdout, "the %d sets together: %d messages, %d crisis, %d safe\n\n", len(paths), len(all.outcomes), sum(f.crises), f.safes)
+		table(stdout, "detector alone", f)
+		if all.guard {
+			table(stdout, "detector or guard", count(all, true))
+		}
+	}
+	recall := float64(sum(f.caught)) / float64(max(sum(f.crises), 1))
+	falseTrips := float64(sum(f.tripped)) / float64(max(f.safes, 1))
+	if recall < cfg.minRecall || falseTrips > cfg.maxFalse {
+		return fmt.Errorf("the detector's recall is %.3f (at least %.3f wanted) and its false-trip rate %.3f (at most %.3f wanted)",
+			recall, cfg.minRecall, falseTrips, cfg.maxFalse)
 	}
 	return nil
 }

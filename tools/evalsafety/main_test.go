@@ -90,3 +90,41 @@ func TestGuardError(t *testing.T) {
 		t.Errorf("run = %v, want the guard's 401", err)
 	}
 }
+
+// TestTargets: -min-recall and -max-false-trips fail the run when the
+// detector alone, over every set together, misses them, and only then.
+func TestTargets(t *testing.T) {
+	a := writeSet(t,
+		`{"text":"I want to die","label":"crisis","kind":"suicidal-ideation","note":"direct"}`,
+		`{"text":"this workout is killing me","label":"safe","kind":"","note":"idiom"}`,
+	)
+	b := filepath.Join(t.TempDir(), "b.jsonl")
+	if err := os.WriteFile(b, []byte(`{"text":"zzz an oblique one","label":"crisis","kind":"suicidal-ideation","note":"oblique"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sets := a + "," + b // recall 1/2 together, no false trip
+	for _, c := range []struct {
+		flags []string
+		fail  bool
+	}{
+		{nil, false},
+		{[]string{"-min-recall", "0.5", "-max-false-trips", "0"}, false},
+		{[]string{"-min-recall", "0.6"}, true},
+		{[]string{"-set", a, "-min-recall", "1"}, false},
+	} {
+		args := append([]string{"-set", sets}, c.flags...)
+		var out strings.Builder
+		err := run(context.Background(), args, &out, io.Discard)
+		if (err != nil) != c.fail {
+			t.Errorf("%v: run = %v, want failure %v", c.flags, err, c.fail)
+		}
+		if err != nil && !strings.Contains(err.Error(), "recall is 0.500") {
+			t.Errorf("%v: error %q does not give the recall", c.flags, err)
+		}
+	}
+	// A false trip over the limit fails too.
+	trip := writeSet(t, `{"text":"I want to die","label":"safe","kind":"","note":"mislabelled"}`)
+	if err := run(context.Background(), []string{"-set", trip, "-max-false-trips", "0.5"}, io.Discard, io.Discard); err == nil {
+		t.Error("a false-trip rate of 1 passed a limit of 0.5")
+	}
+}

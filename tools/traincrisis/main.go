@@ -221,7 +221,7 @@ func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions, miss
 			}
 		}
 	}
-	fmt.Fprintf(w, "%-22s %-12s", "thresholds", "left out")
+	fmt.Fprintf(w, "%-22s %-12s", "thresholds", "all-left-out")
 	for _, s := range sets {
 		fmt.Fprintf(w, " %-11s", short(s.name))
 	}

@@ -61,15 +61,18 @@ func features(toks []token, r reading, out []uint32) []uint32 {
 			out = append(out, h('n', t.s))
 			negated--
 		}
-		if negators[t.s] {
+		if negators[t.s] || featureNegators[t.s] {
 			negated = 3
 		}
 		// Letter groups of the word, with its ends marked: a misspelling
 		// or another form of a word shares most of them.
 		w := "<" + t.s + ">"
-		if len(w) <= 5 {
+		switch {
+		case !isASCII(t.s):
+			out = appendRuneGrams(out, h, w)
+		case len(w) <= 5:
 			out = append(out, h('g', w))
-		} else {
+		default:
 			for i := 0; i+4 <= len(w); i++ {
 				out = append(out, h('g', w[i:i+4]))
 			}
@@ -94,6 +97,62 @@ func features(toks []token, r reading, out []uint32) []uint32 {
 		}
 	}
 	return out
+}
+
+// runeGrams is the size of the letter groups of a word written with
+// letters beyond ASCII (Cyrillic, Arabic, Devanagari; Japanese, Chinese
+// and Korean, whose words are whole phrases): pairs, counted in letters,
+// not in the bytes that split them.
+const runeGrams = 2
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// appendRuneGrams appends the groups of runeGrams runes of w (its first
+// 64 runes: a longer run of letters is a phrase, not a word).
+func appendRuneGrams(out []uint32, h func(byte, ...string) uint32, w string) []uint32 {
+	// starts[i] is where rune i begins; one past the last counted rune,
+	// where the text after it begins (or its end).
+	var starts [65]int
+	n := 0
+	for i := range w {
+		starts[n] = i
+		if n++; n == len(starts) {
+			break
+		}
+	}
+	if n < len(starts) {
+		starts[n] = len(w)
+	} else {
+		n--
+	}
+	if n <= runeGrams {
+		return append(out, h('g', w))
+	}
+	for i := 0; i+runeGrams <= n; i++ {
+		out = append(out, h('g', w[starts[i]:starts[i+runeGrams]]))
+	}
+	return out
+}
+
+// featureNegators are the negations of other languages, as a message
+// writes them (the rules' negators are English): "nie chcę umierać" is
+// read as "umierać" denied, not as "umierać" alone. Words that mean
+// something else in another language the sets hold ("mai", tomorrow in
+// Vietnamese) are left out.
+var featureNegators = map[string]bool{
+	"nunca": true, "jamás": true, "jamas": true, "não": true, "nao": true, "ne": true, "pas": true,
+	"jamais": true, "nicht": true, "kein": true, "keine": true, "niemals": true, "niet": true,
+	"nooit": true, "non": true, "nie": true, "nigdy": true, "не": true, "ні": true, "никогда": true,
+	"ніколи": true, "asla": true, "değil": true, "degil": true, "nahi": true, "nahin": true,
+	"नहीं": true, "لا": true, "لن": true, "مش": true, "không": true, "khong": true, "tidak": true,
+	"gak": true, "nggak": true, "ga": true, "enggak": true,
 }
 
 // linear is a logistic regression over hashed features.
@@ -246,7 +305,7 @@ type TrainOptions struct {
 // threshold was chosen by leaving each training set out in turn
 // (tools/traincrisis -cv): recall first, under 5% false trips.
 func DefaultTrainOptions() TrainOptions {
-	return TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.05, Seed: 1}
+	return TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.1, Seed: 1, Orders: 4}
 }
 
 // Train trains the classifier on examples and returns it as model.bin

@@ -54,7 +54,7 @@ const (
 // classifier needs to be unsignalledThreshold sure of a message with none.
 const (
 	classifierSignals    = catDeath | catMeans | catPlace | catFinal | catBurden | catDistress | catSHAct | catSHWeak
-	unsignalledThreshold = 0.85
+	unsignalledThreshold = 0.70
 )
 
 // Detector finds crisis in messages. It is safe for concurrent use: its

@@ -15,8 +15,8 @@ import (
 // rules were tuned on eval.jsonl and holdout.jsonl, and the classifier is
 // trained on all of them (TestModelIsTrainedFromTheSets), so their figures
 // only show that nothing regressed; the estimate of how the detector
-// generalises is that of testdata/final.jsonl, written blind and never
-// trained or tuned on (TestHeldOutSet).
+// generalises is that of testdata/final*.jsonl, each written blind and
+// never trained or tuned on (TestHeldOutSet).
 var trainingSets = func() []string {
 	paths, _ := filepath.Glob("testdata/train/*.jsonl")
 	return paths
@@ -69,25 +69,47 @@ func TestEvalSet(t *testing.T) {
 	}
 }
 
-// TestHeldOutSet: on testdata/final.jsonl, written blind and never trained
-// or tuned on, the detector keeps at least the figures docs/safety.md
-// gives (a floor against regressions; the targets are recall 0.95 and
-// false trips 0.05 on a set we do not have). Measure it with make
-// eval-safety; do not tune on it.
+// TestHeldOutSet: on the held-out sets, testdata/final*.jsonl, each
+// written blind by a writer who saw neither the detector nor the other
+// sets, and never trained or tuned on, the detector keeps at least the
+// figures docs/safety.md gives (a floor against regressions; the targets
+// are recall 0.95 and false trips 0.05 on a set we do not have), each set
+// on its own and the three together. Measure them with make eval-safety;
+// do not tune on them.
 func TestHeldOutSet(t *testing.T) {
-	testSet(t, "testdata/final.jsonl", heldOutRecall, heldOutFalseTrips)
+	var all []string
+	for _, c := range heldOut {
+		t.Run(c.path, func(t *testing.T) { testSet(t, c.path, c.recall, c.falseTrips) })
+		all = append(all, c.path)
+	}
+	t.Run("together", func(t *testing.T) { testSet(t, all, 0.96, 0.03) })
 }
 
 // The held-out figures docs/safety.md gives, rounded down and up.
-const (
-	heldOutRecall     = 0.86
-	heldOutFalseTrips = 0.06
-)
+var heldOut = []struct {
+	path               string
+	recall, falseTrips float64
+}{
+	{"testdata/final.jsonl", 0.93, 0.03},
+	{"testdata/final2.jsonl", 0.97, 0.04},
+	{"testdata/final3.jsonl", 0.96, 0.03},
+}
 
-func testSet(t *testing.T, path string, minRecall, maxFalseTrips float64) {
+// testSet measures the detector on the sets at paths, a path or several
+// together.
+func testSet[P string | []string](t *testing.T, paths P, minRecall, maxFalseTrips float64) {
 	d := crisis.New()
+	var set []example
+	switch p := any(paths).(type) {
+	case string:
+		set = loadFile(t, p)
+	case []string:
+		for _, path := range p {
+			set = append(set, loadFile(t, path)...)
+		}
+	}
 	var crises, caught, safes, tripped int
-	for _, e := range loadFile(t, path) {
+	for _, e := range set {
 		f := d.Detect(e.Text)
 		switch e.Label {
 		case "crisis":
@@ -189,5 +211,14 @@ func BenchmarkDetect(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		d.Detect(set[i%len(set)].Text)
+	}
+}
+
+// BenchmarkNew: building the detector, which reads the classifier's
+// weights, once at start.
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		crisis.New()
 	}
 }

@@ -255,6 +255,15 @@ var langCompact = []struct {
 	{"", "想死你", "", "", ""},
 	{"", "죽겠", "", "", ""},
 	{"", "죽을만큼", "", "", ""},
+
+	// Denials: the classifier reads "想死" in "我不想死" as it reads it
+	// alone; a denial and nothing else holds it to its surer threshold.
+	{"", "不想死", "", "", ""},
+	{"", "不要死", "", "", ""},
+	{"", "不想自杀", "", "", ""},
+	{"", "死にたくない", "", "", ""},
+	{"", "안죽고싶", "", "", ""},
+	{"", "죽고싶지않", "", "", ""},
 }
 
 // langNegators deny a phrase when they are one of the two words before

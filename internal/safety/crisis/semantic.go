@@ -238,7 +238,8 @@ var concepts = []concept{
 	{catDeny, "never *3 self harm|harmed|hurt|harm|cut"},
 	{catDeny, "never would|will"},
 	{catDeny, "would|will never"},
-	{catDeny, "not|never *1 want|wanting|going to die|kill|hurt"},
+	{catDeny, "not|never *1 want|wanting|going|planning|trying to die|kill|hurt|harm"},
+	{catDeny, "no|not|none|zero|nope *3 thoughts|thought|urge|urges|intention|intentions|desire of|about|to|on *1 hurting|harming|harm|hurt|ending|killing|kill|suicide|dying|die"},
 
 	// The past, recovery, a good life now.
 	{catOver, "ago|recovered|recovery|survivor|therapy|healed|healing|milestone|anniversary"},
