@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/companionhq/companion/internal/api"
-	"github.com/companionhq/companion/internal/client"
 )
 
 // minorCommand is `companion minor`: whether a running service has a
@@ -27,13 +25,11 @@ func minorCommand(ctx context.Context, args []string, getenv func(string) string
 		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
-	var url, apiKey, resource string
+	var resource string
 	var set optionalBool
 	var asJSON bool
-	urlSetting := setting{"url", "COMPANION_URL", "the service's address"}
-	keySetting := setting{"api-key", "COMPANION_API_KEY", "API key sent as Authorization: Bearer, one that may act for the resource, or given every resource (*) to clear the mark (prefer the variable: a flag shows in the process list)"}
-	fs.StringVar(&url, urlSetting.flag, cmp.Or(getenv(urlSetting.env), defaultServiceURL), urlSetting.help())
-	fs.StringVar(&apiKey, keySetting.flag, getenv(keySetting.env), keySetting.help())
+	var svc serviceFlags
+	svc.register(fs, getenv, "one that may act for the resource, or given every resource (*) to clear the mark")
 	fs.StringVar(&resource, "resource", "", "the resource's `ID` (its resourceId); required")
 	fs.Var(&set, "set", "`true|false`: mark the resource a minor, or clear the mark (default: only read it)")
 	fs.BoolVar(&asJSON, "json", false, "print the setting as the service's JSON")
@@ -48,10 +44,9 @@ func minorCommand(ctx context.Context, args []string, getenv func(string) string
 		fmt.Fprintf(stderr, "%s: -resource is required: the resourceId whose mark to read or set\nrun '%s -h' for the flags\n", name, name)
 		return errUsage
 	}
-	c, err := client.New(url, apiKey)
+	c, err := svc.client(name, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\nrun '%s -h' for the flags\n", name, err, name)
-		return errUsage
+		return err
 	}
 	var rs *api.ResourceSafety
 	var body []byte

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/companionhq/companion/internal/client"
 )
 
 // referralsCommand is `companion referrals`: how many crisis referrals a
@@ -27,12 +24,10 @@ func referralsCommand(ctx context.Context, args []string, getenv func(string) st
 		fs.SetOutput(w)
 		fs.PrintDefaults()
 	}
-	var url, apiKey, from, to string
+	var from, to string
 	var asJSON bool
-	urlSetting := setting{"url", "COMPANION_URL", "the service's address"}
-	keySetting := setting{"api-key", "COMPANION_API_KEY", "API key sent as Authorization: Bearer, one given every resource (*) (prefer the variable: a flag shows in the process list)"}
-	fs.StringVar(&url, urlSetting.flag, cmp.Or(getenv(urlSetting.env), defaultServiceURL), urlSetting.help())
-	fs.StringVar(&apiKey, keySetting.flag, getenv(keySetting.env), keySetting.help())
+	var svc serviceFlags
+	svc.register(fs, getenv, "one given every resource (*)")
 	fs.StringVar(&from, "from", "", "the first UTC day, YYYY-MM-DD (default: 364 days before -to)")
 	fs.StringVar(&to, "to", "", "the last UTC day, YYYY-MM-DD (default: today)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as the service's JSON instead of a table")
@@ -52,10 +47,9 @@ func referralsCommand(ctx context.Context, args []string, getenv func(string) st
 			return errUsage
 		}
 	}
-	c, err := client.New(url, apiKey)
+	c, err := svc.client(name, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\nrun '%s -h' for the flags\n", name, err, name)
-		return errUsage
+		return err
 	}
 	report, body, err := c.Referrals(ctx, from, to)
 	if err != nil {
