@@ -42,6 +42,8 @@ var defaultSets = []string{
 	"internal/safety/crisis/testdata/final.jsonl",
 	"internal/safety/crisis/testdata/final2.jsonl",
 	"internal/safety/crisis/testdata/final3.jsonl",
+	"internal/safety/crisis/testdata/final4.jsonl",
+	"internal/safety/crisis/testdata/final5.jsonl",
 }
 
 // config is the command line.

@@ -305,7 +305,7 @@ type TrainOptions struct {
 // threshold was chosen by leaving each training set out in turn
 // (tools/traincrisis -cv): recall first, under 5% false trips.
 func DefaultTrainOptions() TrainOptions {
-	return TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.1, Seed: 1, Orders: 4}
+	return TrainOptions{Epochs: 25, Rate: 0.1, L2: 1e-5, Threshold: 0.5, Veto: 0.05, Seed: 1, Orders: 4}
 }
 
 // Train trains the classifier on examples and returns it as model.bin

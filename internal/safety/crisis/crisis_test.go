@@ -74,7 +74,7 @@ func TestEvalSet(t *testing.T) {
 // sets, and never trained or tuned on, the detector keeps at least the
 // figures docs/safety.md gives (a floor against regressions; the targets
 // are recall 0.95 and false trips 0.05 on a set we do not have), each set
-// on its own and the three together. Measure them with make eval-safety;
+// on its own and the five together. Measure them with make eval-safety;
 // do not tune on them.
 func TestHeldOutSet(t *testing.T) {
 	var all []string
@@ -82,7 +82,7 @@ func TestHeldOutSet(t *testing.T) {
 		t.Run(c.path, func(t *testing.T) { testSet(t, c.path, c.recall, c.falseTrips) })
 		all = append(all, c.path)
 	}
-	t.Run("together", func(t *testing.T) { testSet(t, all, 0.96, 0.03) })
+	t.Run("together", func(t *testing.T) { testSet(t, all, 0.95, 0.03) })
 }
 
 // The held-out figures docs/safety.md gives, rounded down and up.
@@ -91,8 +91,10 @@ var heldOut = []struct {
 	recall, falseTrips float64
 }{
 	{"testdata/final.jsonl", 0.93, 0.03},
-	{"testdata/final2.jsonl", 0.97, 0.04},
+	{"testdata/final2.jsonl", 0.98, 0.04},
 	{"testdata/final3.jsonl", 0.96, 0.03},
+	{"testdata/final4.jsonl", 0.94, 0.02},
+	{"testdata/final5.jsonl", 0.95, 0.03},
 }
 
 // testSet measures the detector on the sets at paths, a path or several
