@@ -110,17 +110,7 @@ func TestTripwire(t *testing.T) {
 		`"tripwire":true,"tripwireReason":"crisis: suicidal ideation",`+
 		`"notices":[{"kind":"crisis-referral","text":"Call or text 988."}]}`)
 	c := newClient(t, url, "")
-	ctx := context.Background()
-	s, err := c.Stream(ctx, turn("t1", "I want to kill myself"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	evs, err := readAll(t, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkIDs(t, evs)
+	evs := streamAll(t, c, turn("t1", "I want to kill myself"))
 	want := []api.Notice{disclosure, {Kind: api.NoticeCrisisReferral,
 		Text: "If you are thinking about suicide or hurting yourself, please reach out now: call or text 988."}}
 	if got := evs[0].Notices(); !reflect.DeepEqual(got, want) {
@@ -145,7 +135,7 @@ func TestTripwire(t *testing.T) {
 		t.Fatalf("run-finish payload %#v", finish.Payload)
 	}
 
-	res, err := c.Generate(ctx, turn("t1", "I want to kill myself"))
+	res, err := c.Generate(context.Background(), turn("t1", "I want to kill myself"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,14 +41,21 @@ func countReferrals(t *testing.T, path string, n int, days []string, locales ...
 
 func referralReport(t *testing.T, res *http.Response, b []byte) api.ReferralReport {
 	t.Helper()
+	return decodeOK[api.ReferralReport](t, "the report", res, b)
+}
+
+// decodeOK decodes b, the body of res, which must have answered 200;
+// what names it in a failure.
+func decodeOK[T any](t *testing.T, what string, res *http.Response, b []byte) T {
+	t.Helper()
+	var v T
 	if res.StatusCode != 200 {
-		t.Fatalf("the report: %d %s", res.StatusCode, b)
+		t.Fatalf("%s: %d %s", what, res.StatusCode, b)
 	}
-	var r api.ReferralReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("the report %s: %v", b, err)
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s %s: %v", what, b, err)
 	}
-	return r
+	return v
 }
 
 // TestReferralsReport: the counts of crisis referrals per UTC day and

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,14 +19,7 @@ const safetyPath = "/api/safety/resources/"
 // resourceSafety decodes the answer of a resource's safety route.
 func resourceSafety(t *testing.T, res *http.Response, b []byte) api.ResourceSafety {
 	t.Helper()
-	if res.StatusCode != 200 {
-		t.Fatalf("the resource's safety: %d %s", res.StatusCode, b)
-	}
-	var rs api.ResourceSafety
-	if err := json.Unmarshal(b, &rs); err != nil {
-		t.Fatalf("the resource's safety %s: %v", b, err)
-	}
-	return rs
+	return decodeOK[api.ResourceSafety](t, "the resource's safety", res, b)
 }
 
 // TestResourceSafetyAuth: with authentication on, a credential that may
