@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
@@ -65,7 +66,7 @@ func loadFile(t testing.TB, path string) []example {
 // is at least 0.95 and the share of safe messages that trip at most 0.05.
 func TestEvalSet(t *testing.T) {
 	for _, path := range trainingSets {
-		t.Run(path, func(t *testing.T) { testSet(t, path, 0.95, 0.05) })
+		t.Run(path, func(t *testing.T) { testSet(t, 0.95, 0.05, path) })
 	}
 }
 
@@ -79,10 +80,10 @@ func TestEvalSet(t *testing.T) {
 func TestHeldOutSet(t *testing.T) {
 	var all []string
 	for _, c := range heldOut {
-		t.Run(c.path, func(t *testing.T) { testSet(t, c.path, c.recall, c.falseTrips) })
+		t.Run(c.path, func(t *testing.T) { testSet(t, c.recall, c.falseTrips, c.path) })
 		all = append(all, c.path)
 	}
-	t.Run("together", func(t *testing.T) { testSet(t, all, 0.95, 0.03) })
+	t.Run("together", func(t *testing.T) { testSet(t, 0.95, 0.03, all...) })
 }
 
 // The held-out figures docs/safety.md gives, rounded down and up.
@@ -97,18 +98,31 @@ var heldOut = []struct {
 	{"testdata/final5.jsonl", 0.95, 0.04},
 }
 
-// testSet measures the detector on the sets at paths, a path or several
-// together.
-func testSet[P string | []string](t *testing.T, paths P, minRecall, maxFalseTrips float64) {
+// TestHeldOutSetsAreNotTrainedOn: no message of a held-out set is in a
+// training set (compared as lower case, trimmed), or its figures would
+// measure what the classifier learned by heart.
+func TestHeldOutSetsAreNotTrainedOn(t *testing.T) {
+	trained := map[string]string{}
+	for _, path := range trainingSets {
+		for _, e := range loadFile(t, path) {
+			trained[strings.ToLower(strings.TrimSpace(e.Text))] = path
+		}
+	}
+	for _, c := range heldOut {
+		for _, e := range loadFile(t, c.path) {
+			if in, ok := trained[strings.ToLower(strings.TrimSpace(e.Text))]; ok {
+				t.Errorf("%s holds %q, which %s trains on", c.path, e.Text, in)
+			}
+		}
+	}
+}
+
+// testSet measures the detector on the sets at paths, together.
+func testSet(t *testing.T, minRecall, maxFalseTrips float64, paths ...string) {
 	d := crisis.New()
 	var set []example
-	switch p := any(paths).(type) {
-	case string:
-		set = loadFile(t, p)
-	case []string:
-		for _, path := range p {
-			set = append(set, loadFile(t, path)...)
-		}
+	for _, path := range paths {
+		set = append(set, loadFile(t, path)...)
 	}
 	var crises, caught, safes, tripped int
 	for _, e := range set {

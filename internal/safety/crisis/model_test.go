@@ -3,7 +3,6 @@ package crisis_test
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
@@ -14,19 +13,16 @@ import (
 // the order of their files' names.
 func trainingExamples(t testing.TB) []crisis.Example {
 	t.Helper()
-	paths, err := filepath.Glob("testdata/train/*.jsonl")
-	if err != nil || len(paths) == 0 {
-		t.Fatalf("no training sets: %v", err)
+	if len(trainingSets) == 0 {
+		t.Fatal("no training sets")
 	}
 	var out []crisis.Example
-	for _, p := range paths {
-		for _, e := range loadFile(t, p) {
-			kind := ""
-			if e.Label == "crisis" {
-				kind = e.Kind
-			}
-			out = append(out, crisis.Example{Text: e.Text, Kind: kind})
+	for _, e := range loadSet(t) {
+		kind := ""
+		if e.Label == "crisis" {
+			kind = e.Kind
 		}
+		out = append(out, crisis.Example{Text: e.Text, Kind: kind})
 	}
 	return out
 }
