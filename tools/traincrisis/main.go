@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -168,6 +169,11 @@ func measure(d *crisis.Detector, set []crisisset.Example, th *crisis.Thresholds)
 // rules alone, and the rules or the classifier at each choice of
 // thresholds, a row each; then, trained on every set, the held-out sets.
 func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions, misses string) error {
+	// missed lists the misses of the set -misses names, after the table.
+	var missed func()
+	if misses != "" && !slices.ContainsFunc(sets, func(s set) bool { return s.name == misses || s.name == misses+".jsonl" }) {
+		return fmt.Errorf("-misses %s: no training set has that name", misses)
+	}
 	base := crisis.New().Thresholds()
 	var grid []crisis.Thresholds
 	for _, u := range []float64{0.6, 0.7, 0.85} {
@@ -198,7 +204,7 @@ func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions, miss
 			return err
 		}
 		if out.name == misses || out.name == misses+".jsonl" {
-			defer listMisses(w, d, out)
+			missed = func() { listMisses(w, d, out) }
 		}
 		cells[0][i] = measure(rules, out.examples, nil)
 		for k := range grid {
@@ -246,6 +252,9 @@ func crossValidate(w io.Writer, sets, held []set, opts crisis.TrainOptions, miss
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "(each cell: recall/false-trip rate; a set marked * is held out, measured with the model every training set trains)")
+	if missed != nil {
+		missed()
+	}
 	return nil
 }
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/companionhq/companion/internal/safety/crisis"
@@ -27,5 +30,14 @@ func TestMeasure(t *testing.T) {
 	// under: nothing trips.
 	if r := measure(crisis.New(), set, &crisis.Thresholds{Signalled: 1.1, Unsignalled: 1.1, Damped: 1.1, Veto: 1.1}); r.found != 0 || r.falseTrips != 0 {
 		t.Fatalf("with nothing allowed to trip: %+v", r)
+	}
+}
+
+// TestMissesOfNoSet: -misses naming no training set is refused before any
+// training, not answered with an empty list.
+func TestMissesOfNoSet(t *testing.T) {
+	err := run(context.Background(), []string{"-cv", "-misses", "nosuch"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no training set has that name") {
+		t.Fatalf("run = %v", err)
 	}
 }
